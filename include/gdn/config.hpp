@@ -1,0 +1,53 @@
+#ifndef GDN_CONFIG_HPP
+#define GDN_CONFIG_HPP
+
+/// \file config.hpp
+/// \brief Head geometry (`HeadConfig`) and the per-token inputs of one layer (`TokenInputs`).
+
+#include <Kokkos_Core.hpp>
+
+#include <cstdint>
+
+namespace gdn {
+
+/// \brief Head geometry of one Gated DeltaNet layer (symbols of SPEC.md section 1).
+///
+/// Supported today: `value_head_dim == key_head_dim`, both 64 or 128, and
+/// `num_value_heads % num_key_heads == 0`. Anything else is rejected with
+/// `gdn::InvalidArgument` before a launch.
+struct HeadConfig {
+  int num_key_heads = 0;    ///< nk
+  int num_value_heads = 0;  ///< nv
+  int key_head_dim = 0;     ///< Dk
+  int value_head_dim = 0;   ///< Dv
+
+  /// G = nv / nk, the value heads that share one key head.
+  constexpr int group_size() const { return num_key_heads > 0 ? num_value_heads / num_key_heads : 0; }
+  /// nk * Dk
+  constexpr long key_dim() const { return long(num_key_heads) * key_head_dim; }
+  /// nv * Dv
+  constexpr long value_dim() const { return long(num_value_heads) * value_head_dim; }
+  /// 2 * key_dim + value_dim: the channels of one `qkv` row.
+  constexpr long conv_dim() const { return 2 * key_dim() + value_dim(); }
+};
+
+/// \brief The per-token inputs of one layer over a ragged batch.
+///
+/// Sequence `b` owns the flat tokens `[row_offsets[b], row_offsets[b+1])`.
+/// Every 2-D view may have arbitrary strides (`LayoutStride`).
+template <class MemorySpace>
+struct TokenInputs {
+  /// [tokens, conv_dim]: query at `kh*Dk + i`, key at `key_dim + kh*Dk + i`,
+  /// value at `2*key_dim + h*Dv + j`.
+  Kokkos::View<const float**, Kokkos::LayoutStride, MemorySpace> qkv;
+  /// [tokens, nv]: the gate, already exponentiated, in (0, 1].
+  Kokkos::View<const float**, Kokkos::LayoutStride, MemorySpace> decay;
+  /// [tokens, nv]: beta, already through the sigmoid.
+  Kokkos::View<const float**, Kokkos::LayoutStride, MemorySpace> beta;
+  /// [B+1]: non-decreasing, `row_offsets[0] == 0`.
+  Kokkos::View<const std::uint32_t*, MemorySpace> row_offsets;
+};
+
+}  // namespace gdn
+
+#endif  // GDN_CONFIG_HPP

@@ -1,0 +1,17 @@
+#ifndef GDN_GDN_HPP
+#define GDN_GDN_HPP
+
+/// \file gdn.hpp
+/// \brief Umbrella header of gdn: Gated DeltaNet recurrence, verify-with-ring and fold on Kokkos.
+
+#include <gdn/bf16.hpp>
+#include <gdn/checking.hpp>
+#include <gdn/config.hpp>
+#include <gdn/error.hpp>
+#include <gdn/recurrence_fwd.hpp>
+#include <gdn/ring.hpp>
+#include <gdn/state_fold.hpp>
+#include <gdn/verify_ring.hpp>
+#include <gdn/version.hpp>
+
+#endif  // GDN_GDN_HPP

@@ -1,0 +1,133 @@
+#ifndef GDN_IMPL_FOLD_KERNEL_HPP
+#define GDN_IMPL_FOLD_KERNEL_HPP
+
+/// \file fold_kernel.hpp
+/// \brief The state fold kernel: commit the accepted prefix of every layer's ring in one launch.
+///
+/// Preconditions (checked on the host, validate.hpp): Dk == Dv == `Dk`; the
+/// state pool is dense and 16-byte aligned; `state_rows` and `ring_rows` are
+/// [L, B], `num_accepted` is [B].
+///
+/// Thread mapping. League: one team per (layer l, sequence b, value head h,
+/// tile of `rows_per_team` state rows), row tile fastest. A team whose
+/// `n = num_accepted[b]` is 0 or above RING_LEN returns before reading
+/// anything. Team: `team_threads` threads; work item e covers
+/// `cols_per_item` consecutive columns of one row, items of a tile are dealt
+/// round-robin so that neighbouring threads touch neighbouring columns
+/// (coalesced). Each thread keeps its items in registers for the whole fold:
+/// the state is read once and written once. Records are staged in scratch in
+/// chunks of `chunk_records` (the tile's slice of k, this head's u, the
+/// decay), then each item applies them in order with the same two
+/// operations the forward uses (token_step.hpp: decay_state, delta_update).
+
+#include <gdn/bf16.hpp>
+#include <gdn/impl/mapping.hpp>
+#include <gdn/impl/token_step.hpp>
+
+#include <Kokkos_Core.hpp>
+
+#include <cstdint>
+
+namespace gdn {
+namespace Impl {
+
+template <class ExecSpace, class StateT, class RingT, int Dk>
+struct FoldKernel {
+  using Map = FoldMapping<ExecSpace>;
+  using MemSpace = typename ExecSpace::memory_space;
+  using Policy = Kokkos::TeamPolicy<ExecSpace, typename Map::schedule,
+                                    Kokkos::LaunchBounds<Map::team_threads, Map::min_teams_per_sm>>;
+  using Member = typename Policy::member_type;
+  using ScratchView =
+      Kokkos::View<float*, typename ExecSpace::scratch_memory_space, Kokkos::MemoryUnmanaged>;
+
+  static constexpr int kVec = Map::cols_per_item;
+  static constexpr int kTileRows = Map::rows_per_team;
+  static constexpr int kItemsPerRow = Dk / kVec;
+  static constexpr int kItems = kTileRows * kItemsPerRow / Map::team_threads;  // per thread
+  static constexpr int kChunk = Map::chunk_records;
+  static_assert(Dk % kVec == 0 && Dk % kTileRows == 0, "fold mapping must tile the state");
+  static_assert((kTileRows * kItemsPerRow) % Map::team_threads == 0, "fold items must divide evenly");
+
+  Kokkos::View<const std::uint32_t**, MemSpace> m_state_rows;       // [L, B]
+  Kokkos::View<StateT****, Kokkos::LayoutRight, MemSpace> m_state;  // [slots, nv, Dk, Dv]
+  Kokkos::View<const std::uint32_t**, MemSpace> m_ring_rows;        // [L, B]
+  Kokkos::View<const RingT****, Kokkos::LayoutRight, MemSpace> m_ring;  // [ring_rows, nk, RING_LEN, record_stride]
+  Kokkos::View<const std::uint32_t*, MemSpace> m_num_accepted;      // [B]
+  int m_batch = 0;
+  int m_nv = 0;
+  int m_group = 1;
+  int m_ring_len = 0;
+
+  KOKKOS_INLINE_FUNCTION static constexpr int scratch_floats() { return kChunk * (kTileRows + Dk + 1); }
+  KOKKOS_INLINE_FUNCTION static constexpr int tiles_per_head() { return Dk / kTileRows; }
+
+  KOKKOS_INLINE_FUNCTION void operator()(const Member& team) const {
+    constexpr int tiles = tiles_per_head();
+    const int league = team.league_rank();
+    const int tile = league % tiles;
+    const int h = (league / tiles) % m_nv;
+    const int lb = league / (tiles * m_nv);
+    const int b = lb % m_batch;
+    const int layer = lb / m_batch;
+    const std::uint32_t n_acc = m_num_accepted(b);
+    if (n_acc == 0u || n_acc > static_cast<std::uint32_t>(m_ring_len)) return;  // not ours to touch
+    const int n = static_cast<int>(n_acc);
+    const int kh = h / m_group;
+    const int g = h % m_group;
+    const int row0 = tile * kTileRows;
+    const std::uint32_t ring_row = m_ring_rows(layer, b);
+    StateT* const state_head =
+        m_state.data() + (static_cast<std::size_t>(m_state_rows(layer, b)) * m_nv + h) * Dk * Dk;
+
+    const int tid = team.team_rank();
+    float s[kItems][kVec];
+    GDN_UNROLL
+    for (int it = 0; it < kItems; ++it) {
+      const int e = tid + it * Map::team_threads;
+      load_vec(state_head + (row0 + e / kItemsPerRow) * Dk + (e % kItemsPerRow) * kVec, s[it]);
+    }
+
+    ScratchView scratch(team.team_scratch(0), scratch_floats());
+    float* const sk = scratch.data();          // [chunk, rows_per_team]
+    float* const su = sk + kChunk * kTileRows; // [chunk, Dv]
+    float* const sd = su + kChunk * Dk;        // [chunk]
+    for (int p0 = 0; p0 < n; p0 += kChunk) {
+      const int np = (n - p0 < kChunk) ? (n - p0) : kChunk;
+      Kokkos::parallel_for(Kokkos::TeamThreadRange(team, np * kTileRows), [&](const int e) {
+        sk[e] = to_float(m_ring(ring_row, kh, p0 + e / kTileRows, row0 + e % kTileRows));
+      });
+      Kokkos::parallel_for(Kokkos::TeamThreadRange(team, np * Dk), [&](const int e) {
+        su[e] = to_float(m_ring(ring_row, kh, p0 + e / Dk, Dk + g * Dk + e % Dk));
+      });
+      Kokkos::parallel_for(Kokkos::TeamThreadRange(team, np), [&](const int p) {
+        sd[p] = to_float(m_ring(ring_row, kh, p0 + p, Dk + m_group * Dk + g));
+      });
+      team.team_barrier();
+      GDN_UNROLL
+      for (int it = 0; it < kItems; ++it) {
+        const int e = tid + it * Map::team_threads;
+        const int i = e / kItemsPerRow;
+        const int j = (e % kItemsPerRow) * kVec;
+        for (int p = 0; p < np; ++p) {
+          const float kval = sk[p * kTileRows + i];
+          const float dec = sd[p];
+          const float* u = su + p * Dk + j;
+          GDN_UNROLL
+          for (int c = 0; c < kVec; ++c) s[it][c] = delta_update(kval, u[c], decay_state(s[it][c], dec));
+        }
+      }
+      team.team_barrier();
+    }
+    GDN_UNROLL
+    for (int it = 0; it < kItems; ++it) {
+      const int e = tid + it * Map::team_threads;
+      store_vec(state_head + (row0 + e / kItemsPerRow) * Dk + (e % kItemsPerRow) * kVec, s[it]);
+    }
+  }
+};
+
+}  // namespace Impl
+}  // namespace gdn
+
+#endif  // GDN_IMPL_FOLD_KERNEL_HPP

@@ -1,0 +1,200 @@
+#ifndef GDN_IMPL_MAPPING_HPP
+#define GDN_IMPL_MAPPING_HPP
+
+/// \file mapping.hpp
+/// \brief The backend seam: how a kernel's work is laid onto one execution space.
+///
+/// The kernels (recurrence_kernel.hpp, fold_kernel.hpp) are written once for
+/// every backend. What differs between a GPU and a CPU is collected here and
+/// only here:
+///   - the team shape: how many hardware lanes split the rows of one state
+///     column (`row_lanes`, the Kokkos vector length), how many columns each
+///     lane owns (`cols_per_lane`), how many lane groups a team has;
+///   - how many independent partial sums one lane keeps (instruction-level
+///     parallelism on a CPU core);
+///   - the lane index, the sum across the lanes of one group, and wide
+///     (16-byte) loads and stores.
+/// A new backend adds a specialisation here and nothing else.
+///
+/// Reduction order: a lane sums its own rows in a fixed order, then the lane
+/// group is combined by an xor butterfly. Floating-point addition is
+/// commutative, so every lane of the group ends with the same bits. The order
+/// depends only on the mapping, which forward and verify share.
+
+#include <gdn/bf16.hpp>
+
+#include <Kokkos_Core.hpp>
+
+#include <cstdint>
+
+#if defined(__CUDA_ARCH__)
+#define GDN_UNROLL _Pragma("unroll")
+#else
+#define GDN_UNROLL
+#endif
+
+namespace gdn {
+namespace Impl {
+
+/// Host mapping (Serial, OpenMP, and any space without a specialisation):
+/// one thread per team owns a tile of whole columns; the loops over a tile's
+/// columns are what the compiler vectorises.
+template <class ExecSpace>
+struct RecurrenceMapping {
+  static constexpr int row_lanes = 1;          ///< lanes splitting one column's rows
+  static constexpr int cols_per_lane = 32;     ///< columns one lane owns
+  static constexpr int team_threads = 1;       ///< lane groups per team
+  static constexpr int row_accumulators = 2;   ///< independent partial sums per lane (ILP)
+  static constexpr int norm_accumulators = 16; ///< partial sums for the q/k norms
+  static constexpr int chunk_tokens = 16;      ///< tokens staged per team barrier
+  static constexpr int min_teams_per_sm = 1;   ///< launch bound (GPU only)
+  using schedule = Kokkos::Schedule<Kokkos::Dynamic>;
+};
+
+template <class ExecSpace>
+struct FoldMapping {
+  static constexpr int cols_per_item = 16;  ///< consecutive state columns per work item
+  static constexpr int team_threads = 1;
+  static constexpr int rows_per_team = 16;  ///< state rows covered by one team
+  static constexpr int chunk_records = 16;  ///< records staged per team barrier
+  static constexpr int min_teams_per_sm = 1;
+  using schedule = Kokkos::Schedule<Kokkos::Dynamic>;
+};
+
+#if defined(KOKKOS_ENABLE_CUDA)
+/// CUDA: 8 lanes split the rows of 4 columns (a warp covers 16 columns), so a
+/// lane holds (Dk/8) x 4 state values in registers; 8 lane groups per team
+/// cover a 32-column tile.
+template <>
+struct RecurrenceMapping<Kokkos::Cuda> {
+  static constexpr int row_lanes = 8;
+  static constexpr int cols_per_lane = 4;
+  static constexpr int team_threads = 8;
+  static constexpr int row_accumulators = 1;
+  static constexpr int norm_accumulators = 1;
+  static constexpr int chunk_tokens = 8;
+  static constexpr int min_teams_per_sm = 8;
+  using schedule = Kokkos::Schedule<Kokkos::Static>;
+};
+
+template <>
+struct FoldMapping<Kokkos::Cuda> {
+  static constexpr int cols_per_item = 4;
+  static constexpr int team_threads = 128;
+  static constexpr int rows_per_team = 16;
+  static constexpr int chunk_records = 16;
+  static constexpr int min_teams_per_sm = 4;
+  using schedule = Kokkos::Schedule<Kokkos::Static>;
+};
+#endif
+
+/// The lane index inside a lane group (Kokkos vector lane); 0 on the host.
+KOKKOS_FORCEINLINE_FUNCTION int vector_lane() {
+#if defined(__CUDA_ARCH__)
+  return static_cast<int>(threadIdx.x);
+#else
+  return 0;
+#endif
+}
+
+/// Sum each element of `v` over the `Lanes` lanes of this lane group (xor
+/// butterfly); every lane ends with the same bits. A no-op for one lane.
+template <int Lanes, int N>
+KOKKOS_FORCEINLINE_FUNCTION void lane_group_sum(float (&v)[N]) {
+#if defined(__CUDA_ARCH__)
+  if (Lanes > 1) {
+    const unsigned warp_lane = (threadIdx.y * blockDim.x + threadIdx.x) & 31u;
+    const unsigned mask = ((Lanes >= 32) ? 0xffffffffu : ((1u << Lanes) - 1u))
+                          << (warp_lane & ~unsigned(Lanes - 1));
+    GDN_UNROLL
+    for (int off = Lanes / 2; off > 0; off /= 2) {
+      GDN_UNROLL
+      for (int n = 0; n < N; ++n) v[n] += __shfl_xor_sync(mask, v[n], off, Lanes);
+    }
+  }
+#else
+  (void)v;
+#endif
+}
+
+/// Load N consecutive storage values as floats (16-byte loads on the GPU;
+/// the caller guarantees N*sizeof(T) alignment, see validate.hpp).
+template <int N>
+KOKKOS_FORCEINLINE_FUNCTION void load_vec(const float* p, float (&d)[N]) {
+#if defined(__CUDA_ARCH__)
+  if constexpr (N % 4 == 0) {
+    GDN_UNROLL
+    for (int q = 0; q < N / 4; ++q) {
+      const float4 x = reinterpret_cast<const float4*>(p)[q];
+      d[4 * q] = x.x;
+      d[4 * q + 1] = x.y;
+      d[4 * q + 2] = x.z;
+      d[4 * q + 3] = x.w;
+    }
+  } else {
+    for (int n = 0; n < N; ++n) d[n] = p[n];
+  }
+#else
+  for (int n = 0; n < N; ++n) d[n] = p[n];
+#endif
+}
+
+template <int N>
+KOKKOS_FORCEINLINE_FUNCTION void load_vec(const bf16* p, float (&d)[N]) {
+#if defined(__CUDA_ARCH__)
+  if constexpr (N % 4 == 0) {
+    GDN_UNROLL
+    for (int q = 0; q < N / 4; ++q) {
+      const uint2 x = reinterpret_cast<const uint2*>(p)[q];
+      d[4 * q] = __uint_as_float(x.x << 16);
+      d[4 * q + 1] = __uint_as_float(x.x & 0xffff0000u);
+      d[4 * q + 2] = __uint_as_float(x.y << 16);
+      d[4 * q + 3] = __uint_as_float(x.y & 0xffff0000u);
+    }
+  } else {
+    for (int n = 0; n < N; ++n) d[n] = to_float(p[n]);
+  }
+#else
+  for (int n = 0; n < N; ++n) d[n] = to_float(p[n]);
+#endif
+}
+
+template <int N>
+KOKKOS_FORCEINLINE_FUNCTION void store_vec(float* p, const float (&s)[N]) {
+#if defined(__CUDA_ARCH__)
+  if constexpr (N % 4 == 0) {
+    GDN_UNROLL
+    for (int q = 0; q < N / 4; ++q) {
+      reinterpret_cast<float4*>(p)[q] = make_float4(s[4 * q], s[4 * q + 1], s[4 * q + 2], s[4 * q + 3]);
+    }
+  } else {
+    for (int n = 0; n < N; ++n) p[n] = s[n];
+  }
+#else
+  for (int n = 0; n < N; ++n) p[n] = s[n];
+#endif
+}
+
+template <int N>
+KOKKOS_FORCEINLINE_FUNCTION void store_vec(bf16* p, const float (&s)[N]) {
+#if defined(__CUDA_ARCH__)
+  if constexpr (N % 4 == 0) {
+    GDN_UNROLL
+    for (int q = 0; q < N / 4; ++q) {
+      uint2 x;
+      x.x = unsigned(float_to_bf16_bits(s[4 * q])) | (unsigned(float_to_bf16_bits(s[4 * q + 1])) << 16);
+      x.y = unsigned(float_to_bf16_bits(s[4 * q + 2])) | (unsigned(float_to_bf16_bits(s[4 * q + 3])) << 16);
+      reinterpret_cast<uint2*>(p)[q] = x;
+    }
+  } else {
+    for (int n = 0; n < N; ++n) p[n] = bf16(s[n]);
+  }
+#else
+  for (int n = 0; n < N; ++n) p[n] = bf16(s[n]);
+#endif
+}
+
+}  // namespace Impl
+}  // namespace gdn
+
+#endif  // GDN_IMPL_MAPPING_HPP

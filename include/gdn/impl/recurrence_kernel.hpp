@@ -1,0 +1,193 @@
+#ifndef GDN_IMPL_RECURRENCE_KERNEL_HPP
+#define GDN_IMPL_RECURRENCE_KERNEL_HPP
+
+/// \file recurrence_kernel.hpp
+/// \brief The forward and verify-with-ring kernel (one functor, two modes).
+///
+/// Forward and verify are the same kernel: `Verify == false` always commits
+/// the state; `Verify == true` records ring entries instead for rows of at
+/// most RING_LEN tokens and commits longer rows. Sharing one body is what
+/// makes verify's outputs bit-identical to the forward's: the same
+/// instructions in the same order (see token_step.hpp).
+///
+/// Preconditions (checked on the host, validate.hpp): Dk == Dv == `Dk`;
+/// `RecurrenceMapping::cols_per_lane * team_threads` divides Dv; the state
+/// pool is dense (LayoutRight) and 16-byte aligned.
+///
+/// Thread mapping. League: one team per (sequence b, value head h, tile of
+/// `cols_per_team` state columns), tile fastest, so teams that read the same
+/// key and query are neighbours. Team: `team_threads` lane groups of
+/// `row_lanes` lanes; lane `l` of group `cg` owns rows `r*row_lanes + l`
+/// (r < Dk/row_lanes) of columns `[cg*cols_per_lane, (cg+1)*cols_per_lane)`
+/// of the tile, in registers (CUDA: 8 lanes x 4 columns, 16x4 floats per
+/// lane at Dk = 128; host: 1 lane x 32 columns, vectorised over columns).
+/// The state is read once before the first token and written at most once
+/// after the last. Per chunk of `chunk_tokens` tokens the team stages k, q,
+/// the tile's v, decay and beta in scratch (one global read per value), then
+/// computes the q and k norms (one lane group per token), then every lane
+/// runs `token_step` for each token of the chunk. Columns are independent in
+/// the recurrence, so tiles never communicate; rows of one column are summed
+/// across the lane group (mapping.hpp).
+
+#include <gdn/bf16.hpp>
+#include <gdn/config.hpp>
+#include <gdn/impl/mapping.hpp>
+#include <gdn/impl/token_step.hpp>
+
+#include <Kokkos_Core.hpp>
+
+#include <cmath>
+#include <cstdint>
+
+namespace gdn {
+namespace Impl {
+
+template <class ExecSpace, class StateT, class RingT, int Dk, bool Verify>
+struct RecurrenceKernel {
+  using Map = RecurrenceMapping<ExecSpace>;
+  using MemSpace = typename ExecSpace::memory_space;
+  using Policy = Kokkos::TeamPolicy<ExecSpace, typename Map::schedule,
+                                    Kokkos::LaunchBounds<Map::team_threads * Map::row_lanes,
+                                                         Map::min_teams_per_sm>>;
+  using Member = typename Policy::member_type;
+  using ScratchView =
+      Kokkos::View<float*, typename ExecSpace::scratch_memory_space, Kokkos::MemoryUnmanaged>;
+
+  static constexpr int kLanes = Map::row_lanes;
+  static constexpr int kRows = Dk / kLanes;  // rows per lane
+  static constexpr int kCols = Map::cols_per_lane;
+  static constexpr int kTeamCols = Map::cols_per_lane * Map::team_threads;
+  static constexpr int kAcc = Map::row_accumulators;
+  static constexpr int kNormAcc = Map::norm_accumulators;
+  static constexpr int kChunk = Map::chunk_tokens;
+  static constexpr int kScalars = 4;  // decay, beta, qf, kinv
+  static_assert(Dk % kLanes == 0, "row lanes must divide Dk");
+  static_assert(Dk % kTeamCols == 0, "a team's column tile must divide Dv");
+  static_assert(kRows % kAcc == 0 && kRows % kNormAcc == 0, "accumulators must divide rows per lane");
+
+  Kokkos::View<const float**, Kokkos::LayoutStride, MemSpace> m_qkv;    // [tokens, conv_dim]
+  Kokkos::View<const float**, Kokkos::LayoutStride, MemSpace> m_decay;  // [tokens, nv]
+  Kokkos::View<const float**, Kokkos::LayoutStride, MemSpace> m_beta;   // [tokens, nv]
+  Kokkos::View<const std::uint32_t*, MemSpace> m_offsets;               // [B+1]
+  Kokkos::View<const std::uint32_t*, MemSpace> m_slots;                 // [B]
+  Kokkos::View<StateT****, Kokkos::LayoutRight, MemSpace> m_state;      // [slots, nv, Dk, Dv]
+  Kokkos::View<float**, Kokkos::LayoutStride, MemSpace> m_out;          // [tokens, value_dim]
+  Kokkos::View<const std::uint32_t*, MemSpace> m_ring_slots;            // [B] (verify only)
+  Kokkos::View<RingT****, Kokkos::LayoutRight, MemSpace> m_ring;  // [ring_rows, nk, RING_LEN, record_stride]
+  int m_nv = 0;
+  int m_group = 1;
+  int m_tiles = 1;
+  int m_ring_len = 0;
+  long m_key_dim = 0;
+  float m_q_scale = 1.0f;
+
+  KOKKOS_INLINE_FUNCTION static constexpr int scratch_floats() { return kChunk * (2 * Dk + kTeamCols + kScalars); }
+  KOKKOS_INLINE_FUNCTION static constexpr int tiles_per_head() { return Dk / kTeamCols; }
+
+  KOKKOS_INLINE_FUNCTION void operator()(const Member& team) const {
+    const int league = team.league_rank();
+    const int tile = league % m_tiles;
+    const int h = (league / m_tiles) % m_nv;
+    const int b = league / (m_tiles * m_nv);
+    const std::uint32_t t_begin = m_offsets(b);
+    const std::uint32_t t_end = m_offsets(b + 1);
+    if (t_end <= t_begin) return;  // empty row: nothing read, nothing written
+    const int len = static_cast<int>(t_end - t_begin);
+    const bool record = Verify && len <= m_ring_len;
+    const int kh = h / m_group;
+    const int g = h % m_group;
+    const int lane = vector_lane();
+    const int cg = team.team_rank();
+    const int tile_col0 = tile * kTeamCols;
+    const int col0 = tile_col0 + cg * kCols;  // first state column of this lane
+    const std::uint32_t ring_row = record ? m_ring_slots(b) : 0u;
+
+    StateT* const state_head =
+        m_state.data() + (static_cast<std::size_t>(m_slots(b)) * m_nv + h) * Dk * Dk;
+    float s[kRows][kCols];
+    GDN_UNROLL
+    for (int r = 0; r < kRows; ++r) load_vec(state_head + (r * kLanes + lane) * Dk + col0, s[r]);
+
+    ScratchView scratch(team.team_scratch(0), scratch_floats());
+    float* const sk = scratch.data();              // [chunk, Dk]
+    float* const sq = sk + kChunk * Dk;            // [chunk, Dk]
+    float* const sv = sq + kChunk * Dk;            // [chunk, cols_per_team]
+    float* const ssc = sv + kChunk * kTeamCols;    // [chunk, 4]: decay, beta, qf, kinv
+    const long q_base = static_cast<long>(kh) * Dk;
+    const long k_base = m_key_dim + q_base;
+    const long v_base = 2 * m_key_dim + static_cast<long>(h) * Dk + tile_col0;
+    const bool write_key = record && g == 0 && tile == 0;
+    const bool write_decay = record && tile == 0;
+
+    for (int c0 = 0; c0 < len; c0 += kChunk) {
+      const int nt = (len - c0 < kChunk) ? (len - c0) : kChunk;
+      const std::uint32_t tok0 = t_begin + static_cast<std::uint32_t>(c0);
+      // Stage the chunk's inputs: every value is read from global memory once per team.
+      Kokkos::parallel_for(Kokkos::TeamVectorRange(team, nt * Dk), [&](const int e) {
+        const int tt = e / Dk;
+        const int i = e % Dk;
+        const float kval = m_qkv(tok0 + tt, k_base + i);
+        sk[e] = kval;
+        sq[e] = m_qkv(tok0 + tt, q_base + i);
+        if (write_key) m_ring(ring_row, kh, c0 + tt, i) = from_float<RingT>(kval);
+      });
+      Kokkos::parallel_for(Kokkos::TeamVectorRange(team, nt * kTeamCols), [&](const int e) {
+        sv[e] = m_qkv(tok0 + e / kTeamCols, v_base + e % kTeamCols);
+      });
+      Kokkos::parallel_for(Kokkos::TeamVectorRange(team, nt), [&](const int tt) {
+        const float dec = m_decay(tok0 + tt, h);
+        ssc[tt * kScalars + 0] = dec;
+        ssc[tt * kScalars + 1] = m_beta(tok0 + tt, h);
+        if (write_decay) {
+          m_ring(ring_row, kh, c0 + tt, Dk + m_group * Dk + g) = from_float<RingT>(dec);
+        }
+      });
+      team.team_barrier();
+      // Norms: lane group cg takes tokens cg, cg + team_threads, ...
+      for (int tt = cg; tt < nt; tt += Map::team_threads) {
+        const float qq = lane_sum_squares<kRows, kLanes, kNormAcc>(sq + tt * Dk + lane);
+        const float kk = lane_sum_squares<kRows, kLanes, kNormAcc>(sk + tt * Dk + lane);
+        if (lane == 0) {
+          ssc[tt * kScalars + 2] = query_factor(qq, m_q_scale);
+          ssc[tt * kScalars + 3] = key_inv_norm(kk);
+        }
+      }
+      team.team_barrier();
+      for (int tt = 0; tt < nt; ++tt) {
+        float v[kCols];
+        GDN_UNROLL
+        for (int c = 0; c < kCols; ++c) v[c] = sv[tt * kTeamCols + cg * kCols + c];
+        const float* sc = ssc + tt * kScalars;
+        float u[kCols];
+        float o[kCols];
+        token_step<kRows, kCols, kLanes, kAcc>(s, sk + tt * Dk + lane, sq + tt * Dk + lane, v, sc[0],
+                                               sc[1], sc[3], u, o);
+        const float qf = sc[2];
+        const std::uint32_t tok = tok0 + static_cast<std::uint32_t>(tt);
+        // Lane l writes the columns c with c % row_lanes == l: one store per value.
+        GDN_UNROLL
+        for (int c = 0; c < kCols; ++c) {
+          if (c % kLanes == lane) m_out(tok, static_cast<long>(h) * Dk + col0 + c) = qf * o[c];
+        }
+        if (record) {
+          GDN_UNROLL
+          for (int c = 0; c < kCols; ++c) {
+            if (c % kLanes == lane) {
+              m_ring(ring_row, kh, c0 + tt, Dk + g * Dk + col0 + c) = from_float<RingT>(u[c]);
+            }
+          }
+        }
+      }
+      team.team_barrier();  // the chunk's scratch is consumed before the next is staged
+    }
+    if (!record) {
+      GDN_UNROLL
+      for (int r = 0; r < kRows; ++r) store_vec(state_head + (r * kLanes + lane) * Dk + col0, s[r]);
+    }
+  }
+};
+
+}  // namespace Impl
+}  // namespace gdn
+
+#endif  // GDN_IMPL_RECURRENCE_KERNEL_HPP

@@ -1,0 +1,152 @@
+#ifndef GDN_IMPL_TOKEN_STEP_HPP
+#define GDN_IMPL_TOKEN_STEP_HPP
+
+/// \file token_step.hpp
+/// \brief The one per-token update that forward, verify and fold share.
+///
+/// The rounding contract of SPEC.md section 2 lives in `decay_state` and
+/// `delta_update`: the decay product is rounded, then one fused multiply-add.
+/// Every other operation here is either an explicit `fmaf` or a single
+/// multiply, add, square root or division whose result does not feed an add,
+/// so compiler contraction (`-ffp-contract`, nvcc `--fmad`) has nothing to
+/// change and the bits do not depend on how a kernel was inlined or scheduled.
+/// Forward and verify run `token_step` through the same kernel; the fold
+/// replays `decay_state` + `delta_update` with the `k`, `u` and decay that
+/// verify recorded, which is why it reproduces the forward's state exactly.
+
+#include <gdn/impl/mapping.hpp>
+
+#include <Kokkos_Core.hpp>
+
+#include <cmath>
+
+namespace gdn {
+namespace Impl {
+
+/// S * decay, rounded once (the first half of the rounding contract).
+KOKKOS_FORCEINLINE_FUNCTION float decay_state(float s, float decay) { return s * decay; }
+
+/// fma(k, u, S*decay) (the second half: one fused multiply-add).
+KOKKOS_FORCEINLINE_FUNCTION float delta_update(float k, float u, float s_decayed) {
+  return fmaf(k, u, s_decayed);
+}
+
+/// u = beta * (v - kv*kinv) * kinv, with v - kv*kinv as one fma.
+KOKKOS_FORCEINLINE_FUNCTION float delta_factor(float v, float kv, float beta, float kinv) {
+  return (beta * fmaf(-kv, kinv, v)) * kinv;
+}
+
+/// 1 / sqrt(sum k^2 + 1e-6)
+KOKKOS_FORCEINLINE_FUNCTION float key_inv_norm(float sum_sq) { return 1.0f / sqrtf(sum_sq + 1e-6f); }
+
+/// (1/sqrt(Dk)) / sqrt(sum q^2 + 1e-6)
+KOKKOS_FORCEINLINE_FUNCTION float query_factor(float sum_sq, float q_scale) {
+  return q_scale / sqrtf(sum_sq + 1e-6f);
+}
+
+/// Combine A partial sums per column in a fixed tree order into acc[0].
+template <int A, int C>
+KOKKOS_FORCEINLINE_FUNCTION void combine_partials(float (&acc)[A][C]) {
+  static_assert(A > 0 && (A & (A - 1)) == 0, "the number of partial sums must be a power of two");
+  GDN_UNROLL
+  for (int w = A / 2; w >= 1; w /= 2) {
+    GDN_UNROLL
+    for (int a = 0; a < w; ++a) {
+      GDN_UNROLL
+      for (int c = 0; c < C; ++c) acc[a][c] += acc[a + w][c];
+    }
+  }
+}
+
+/// Sum of squares of the `Rows` values `x[r*Lanes]` of this lane, then over the lane group.
+template <int Rows, int Lanes, int A>
+KOKKOS_FORCEINLINE_FUNCTION float lane_sum_squares(const float* x) {
+  static_assert(Rows % A == 0, "norm accumulators must divide the rows per lane");
+  float acc[A][1];
+  GDN_UNROLL
+  for (int a = 0; a < A; ++a) acc[a][0] = 0.0f;
+  GDN_UNROLL
+  for (int r = 0; r < Rows; r += A) {
+    GDN_UNROLL
+    for (int a = 0; a < A; ++a) {
+      const float v = x[(r + a) * Lanes];
+      acc[a][0] = fmaf(v, v, acc[a][0]);
+    }
+  }
+  combine_partials<A, 1>(acc);
+  float tot[1] = {acc[0][0]};
+  lane_group_sum<Lanes>(tot);
+  return tot[0];
+}
+
+/// \brief One token of the recurrence on one lane's fragment of the state.
+///
+/// The lane owns rows `r*Lanes + lane` (r < Rows) of `Cols` consecutive
+/// columns: `s[r][c]`. `k` and `q` point at this lane's first row of the
+/// staged key and query (stride `Lanes`), `v` holds the lane's columns of the
+/// value. On return `s` is the updated fragment, `u` the delta factors and
+/// `o` the un-scaled readout `sum_i S[i][j] q[i]` of the lane's columns
+/// (identical in every lane of the group).
+template <int Rows, int Cols, int Lanes, int A>
+KOKKOS_FORCEINLINE_FUNCTION void token_step(float (&s)[Rows][Cols], const float* k, const float* q,
+                                            const float (&v)[Cols], float decay, float beta,
+                                            float kinv, float (&u)[Cols], float (&o)[Cols]) {
+  static_assert(Rows % A == 0, "row accumulators must divide the rows per lane");
+  // kv[j] = sum_i (S[i][j]*decay) k[i], decaying the fragment on the way.
+  float acc[A][Cols];
+  GDN_UNROLL
+  for (int a = 0; a < A; ++a) {
+    GDN_UNROLL
+    for (int c = 0; c < Cols; ++c) acc[a][c] = 0.0f;
+  }
+  GDN_UNROLL
+  for (int r = 0; r < Rows; r += A) {
+    GDN_UNROLL
+    for (int a = 0; a < A; ++a) {
+      const float kr = k[(r + a) * Lanes];
+      GDN_UNROLL
+      for (int c = 0; c < Cols; ++c) {
+        const float sd = decay_state(s[r + a][c], decay);
+        s[r + a][c] = sd;
+        acc[a][c] = fmaf(sd, kr, acc[a][c]);
+      }
+    }
+  }
+  combine_partials<A, Cols>(acc);
+  float kv[Cols];
+  GDN_UNROLL
+  for (int c = 0; c < Cols; ++c) kv[c] = acc[0][c];
+  lane_group_sum<Lanes>(kv);
+  GDN_UNROLL
+  for (int c = 0; c < Cols; ++c) u[c] = delta_factor(v[c], kv[c], beta, kinv);
+
+  // S[i][j] = fma(k[i], u[j], S[i][j]); o[j] = sum_i S[i][j] q[i].
+  GDN_UNROLL
+  for (int a = 0; a < A; ++a) {
+    GDN_UNROLL
+    for (int c = 0; c < Cols; ++c) acc[a][c] = 0.0f;
+  }
+  GDN_UNROLL
+  for (int r = 0; r < Rows; r += A) {
+    GDN_UNROLL
+    for (int a = 0; a < A; ++a) {
+      const float kr = k[(r + a) * Lanes];
+      const float qr = q[(r + a) * Lanes];
+      GDN_UNROLL
+      for (int c = 0; c < Cols; ++c) {
+        const float sn = delta_update(kr, u[c], s[r + a][c]);
+        s[r + a][c] = sn;
+        acc[a][c] = fmaf(sn, qr, acc[a][c]);
+      }
+    }
+  }
+  combine_partials<A, Cols>(acc);
+  GDN_UNROLL
+  for (int c = 0; c < Cols; ++c) o[c] = acc[0][c];
+  lane_group_sum<Lanes>(o);
+}
+
+}  // namespace Impl
+}  // namespace gdn
+
+#endif  // GDN_IMPL_TOKEN_STEP_HPP

@@ -1,0 +1,201 @@
+#ifndef GDN_IMPL_VALIDATE_HPP
+#define GDN_IMPL_VALIDATE_HPP
+
+/// \file validate.hpp
+/// \brief Host-side argument checks, run by every entry point before it launches anything.
+///
+/// Two levels: shape checks (always; they read only extents and the head
+/// geometry) and index-content checks (only in the index checking mode,
+/// checking.hpp; they copy the index views to the host). Both throw
+/// `gdn::InvalidArgument` naming the function and the argument.
+
+#include <gdn/checking.hpp>
+#include <gdn/config.hpp>
+#include <gdn/error.hpp>
+#include <gdn/ring.hpp>
+
+#include <Kokkos_Core.hpp>
+
+#include <climits>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace gdn {
+namespace Impl {
+
+inline std::string to_str(long long v) { return std::to_string(v); }
+
+template <class V>
+std::string extents_str(const V& v) {
+  std::string s = "[";
+  for (unsigned r = 0; r < unsigned(V::rank); ++r) {
+    if (r) s += ", ";
+    s += std::to_string(v.extent(r));
+  }
+  return s + "]";
+}
+
+/// Throws `InvalidArgument(function, argument, expected, got)` when a check fails.
+class ArgCheck {
+ public:
+  explicit ArgCheck(const char* function) : m_function(function) {}
+  void require(bool ok, const char* argument, const std::string& expected, const std::string& got) const {
+    if (!ok) throw InvalidArgument(m_function, argument, expected, got);
+  }
+  const char* function() const { return m_function; }
+
+ private:
+  const char* m_function;
+};
+
+/// Head geometry: positive counts, nv % nk == 0, Dk == Dv in {64, 128}.
+inline void check_heads(const ArgCheck& c, const HeadConfig& cfg) {
+  c.require(cfg.num_key_heads > 0, "cfg.num_key_heads", "> 0", to_str(cfg.num_key_heads));
+  c.require(cfg.num_value_heads > 0, "cfg.num_value_heads", "> 0", to_str(cfg.num_value_heads));
+  c.require(cfg.num_value_heads % cfg.num_key_heads == 0, "cfg.num_value_heads",
+            "a multiple of num_key_heads = " + to_str(cfg.num_key_heads), to_str(cfg.num_value_heads));
+  c.require(cfg.key_head_dim == 64 || cfg.key_head_dim == 128, "cfg.key_head_dim",
+            "64 or 128 (the supported head dims)", to_str(cfg.key_head_dim));
+  c.require(cfg.value_head_dim == cfg.key_head_dim, "cfg.value_head_dim",
+            "value_head_dim == key_head_dim = " + to_str(cfg.key_head_dim), to_str(cfg.value_head_dim));
+}
+
+inline void check_league(const ArgCheck& c, const char* argument, long long league) {
+  c.require(league <= INT_MAX, argument, "a problem small enough for one launch (teams <= INT_MAX)",
+            to_str(league) + " teams");
+}
+
+/// The per-token inputs against the batch size B; returns the token count (qkv.extent(0)).
+template <class M>
+std::size_t check_inputs(const ArgCheck& c, const HeadConfig& cfg, const TokenInputs<M>& in, std::size_t batch) {
+  c.require(in.row_offsets.extent(0) == batch + 1, "inputs.row_offsets",
+            "extent(0) == B + 1 = " + to_str(batch + 1) + " (B = state_slots.extent(0))",
+            "extent(0) = " + to_str(in.row_offsets.extent(0)));
+  const std::size_t tokens = in.qkv.extent(0);
+  c.require(in.qkv.extent(1) >= std::size_t(cfg.conv_dim()), "inputs.qkv",
+            "extent(1) >= conv_dim = 2*nk*Dk + nv*Dv = " + to_str(cfg.conv_dim()),
+            "shape " + extents_str(in.qkv));
+  c.require(in.decay.extent(0) >= tokens && in.decay.extent(1) >= std::size_t(cfg.num_value_heads),
+            "inputs.decay",
+            "shape >= [tokens, nv] = [" + to_str(tokens) + ", " + to_str(cfg.num_value_heads) +
+                "] (tokens = qkv.extent(0))",
+            "shape " + extents_str(in.decay));
+  c.require(in.beta.extent(0) >= tokens && in.beta.extent(1) >= std::size_t(cfg.num_value_heads),
+            "inputs.beta",
+            "shape >= [tokens, nv] = [" + to_str(tokens) + ", " + to_str(cfg.num_value_heads) +
+                "] (tokens = qkv.extent(0))",
+            "shape " + extents_str(in.beta));
+  return tokens;
+}
+
+template <class StateView>
+void check_state(const ArgCheck& c, const HeadConfig& cfg, const StateView& state, bool need_rows) {
+  const bool ok = state.extent(1) == std::size_t(cfg.num_value_heads) &&
+                  state.extent(2) == std::size_t(cfg.key_head_dim) &&
+                  state.extent(3) == std::size_t(cfg.value_head_dim);
+  c.require(ok, "state",
+            "shape [slots, nv, Dk, Dv] = [slots, " + to_str(cfg.num_value_heads) + ", " +
+                to_str(cfg.key_head_dim) + ", " + to_str(cfg.value_head_dim) + "]",
+            "shape " + extents_str(state));
+  c.require(!need_rows || state.extent(0) > 0, "state", "at least one pool row (slots >= 1)",
+            "shape " + extents_str(state));
+  c.require(state.size() == 0 || reinterpret_cast<std::uintptr_t>(state.data()) % 16 == 0, "state",
+            "data() aligned to 16 bytes (the kernels use 16-byte loads)", "a misaligned pointer");
+}
+
+template <class OutView>
+void check_out(const ArgCheck& c, const HeadConfig& cfg, const OutView& out, std::size_t tokens) {
+  c.require(out.extent(0) >= tokens && out.extent(1) >= std::size_t(cfg.value_dim()), "out",
+            "shape >= [tokens, value_dim] = [" + to_str(tokens) + ", " + to_str(cfg.value_dim()) +
+                "] (tokens = qkv.extent(0))",
+            "shape " + extents_str(out));
+}
+
+template <class RingView>
+void check_ring(const ArgCheck& c, const HeadConfig& cfg, const RingView& ring, bool need_rows) {
+  const std::size_t rec = ring_record_elements(cfg.key_head_dim, cfg.value_head_dim, cfg.group_size());
+  c.require(ring.extent(1) == std::size_t(cfg.num_key_heads), "ring",
+            "extent(1) == nk = " + to_str(cfg.num_key_heads) + " (shape [ring_rows, nk, RING_LEN, record_stride])",
+            "shape " + extents_str(ring));
+  c.require(ring.extent(2) >= 1, "ring", "RING_LEN = extent(2) >= 1", "shape " + extents_str(ring));
+  c.require(ring.extent(2) <= std::size_t(INT_MAX), "ring", "RING_LEN = extent(2) <= INT_MAX",
+            "shape " + extents_str(ring));
+  c.require(ring.extent(3) >= rec, "ring",
+            "record_stride = extent(3) >= ring_record_elements(Dk, Dv, G) = " + to_str(rec),
+            "shape " + extents_str(ring));
+  c.require(!need_rows || ring.extent(0) > 0, "ring", "at least one ring row", "shape " + extents_str(ring));
+}
+
+// ---------------------------------------------------------------------------
+// Index checking mode: validate device-resident index contents on the host.
+
+template <class V>
+std::vector<std::uint32_t> host_copy_1d(const V& v) {
+  auto h = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), v);
+  std::vector<std::uint32_t> r(v.extent(0));
+  for (std::size_t i = 0; i < r.size(); ++i) r[i] = h(i);
+  return r;
+}
+
+template <class V>
+std::vector<std::uint32_t> host_copy_2d(const V& v) {  // row-major copy
+  auto h = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), v);
+  std::vector<std::uint32_t> r(v.extent(0) * v.extent(1));
+  for (std::size_t i = 0; i < v.extent(0); ++i)
+    for (std::size_t j = 0; j < v.extent(1); ++j) r[i * v.extent(1) + j] = h(i, j);
+  return r;
+}
+
+inline std::string at(const char* name, std::size_t i) { return std::string(name) + "[" + to_str(i) + "]"; }
+
+/// offsets: [0] == 0, non-decreasing, last <= tokens.
+inline void check_offsets_contents(const ArgCheck& c, const std::vector<std::uint32_t>& off, std::size_t tokens) {
+  c.require(off[0] == 0, "inputs.row_offsets", "row_offsets[0] == 0", "row_offsets[0] = " + to_str(off[0]));
+  for (std::size_t b = 1; b < off.size(); ++b) {
+    c.require(off[b] >= off[b - 1], "inputs.row_offsets", "non-decreasing offsets",
+              at("row_offsets", b) + " = " + to_str(off[b]) + " < " + at("row_offsets", b - 1) + " = " +
+                  to_str(off[b - 1]));
+  }
+  c.require(off.back() <= tokens, "inputs.row_offsets",
+            "row_offsets[B] <= tokens = " + to_str(tokens) + " (qkv.extent(0))",
+            at("row_offsets", off.size() - 1) + " = " + to_str(off.back()));
+}
+
+inline std::string index_name(const char* argument, std::size_t e, std::size_t row_len) {
+  return row_len ? std::string(argument) + "(" + to_str(e / row_len) + ", " + to_str(e % row_len) + ")"
+                 : at(argument, e);
+}
+
+/// Every entry e with used[e] must index below `limit`; an entry with
+/// exclusive[e] (a row the call writes) must not share its row with any other
+/// used entry (the two requests would race). `row_len` > 0 names 2-D entries.
+inline void check_rows(const ArgCheck& c, const char* argument, const char* limit_name,
+                       const std::vector<std::uint32_t>& idx, const std::vector<char>& used,
+                       const std::vector<char>& exclusive, std::size_t limit, std::size_t row_len,
+                       const char* what) {
+  std::vector<std::size_t> users(limit, 0), first(limit, 0);
+  for (std::size_t e = 0; e < idx.size(); ++e) {
+    if (!used[e]) continue;
+    c.require(idx[e] < limit, argument, std::string(what) + " < " + limit_name + " = " + to_str(limit),
+              index_name(argument, e, row_len) + " = " + to_str(idx[e]));
+    if (users[idx[e]]++ == 0) first[idx[e]] = e;
+  }
+  for (std::size_t e = 0; e < idx.size(); ++e) {
+    if (!used[e] || !exclusive[e] || users[idx[e]] < 2) continue;
+    std::size_t other = first[idx[e]];
+    if (other == e) {
+      for (other = e + 1; !(used[other] && idx[other] == idx[e]); ++other) {
+      }
+    }
+    c.require(false, argument,
+              std::string("a ") + what + " written by this call to be used by no other request of the call",
+              index_name(argument, e, row_len) + " = " + to_str(idx[e]) + " is written, and " +
+                  index_name(argument, other, row_len) + " = " + to_str(idx[other]) + " uses it too");
+  }
+}
+
+}  // namespace Impl
+}  // namespace gdn
+
+#endif  // GDN_IMPL_VALIDATE_HPP

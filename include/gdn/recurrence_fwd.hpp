@@ -1,0 +1,69 @@
+#ifndef GDN_RECURRENCE_FWD_HPP
+#define GDN_RECURRENCE_FWD_HPP
+
+/// \file recurrence_fwd.hpp
+/// \brief `gdn::recurrence_fwd`: the forward recurrence over a ragged batch.
+///
+/// The kernel itself is in impl/recurrence_kernel.hpp (shared with verify).
+
+#include <gdn/config.hpp>
+#include <gdn/impl/eti.hpp>
+#include <gdn/impl/launch.hpp>
+#include <gdn/impl/profiling.hpp>
+#include <gdn/impl/static_checks.hpp>
+
+#include <Kokkos_Core.hpp>
+
+#include <cstdint>
+#include <type_traits>
+
+namespace gdn {
+
+/// \brief Run the gated delta recurrence over every token of every sequence and commit the state.
+///
+/// For sequence b (tokens `[row_offsets[b], row_offsets[b+1])`) and every value
+/// head, starts from pool row `state_slots[b]`, applies SPEC.md section 2 token
+/// by token, writes `out` for every token and writes the final state back to
+/// the same pool row. An empty sequence reads and writes nothing.
+/// Non-blocking: the work is enqueued on `space`.
+///
+/// \param space        execution space instance (Kokkos::Cuda, Kokkos::OpenMP, Kokkos::Serial)
+/// \param cfg          head geometry; Dk == Dv in {64, 128}
+/// \param inputs       qkv [tokens, conv_dim], decay and beta [tokens, nv], row_offsets [B+1]
+/// \param state_slots  [B] pool row of each sequence
+/// \param state        [slots, nv, Dk, Dv] LayoutRight pool of float or gdn::bf16, read and written
+/// \param out          [tokens, value_dim] float, any layout; written for every token of every row
+/// \throws gdn::InvalidArgument (a std::invalid_argument) for a bad head geometry or
+///         view shape, before anything is launched; with index checking on
+///         (checking.hpp) also for bad offsets or slots.
+template <class ExecSpace, class StateView, class OutView>
+void recurrence_fwd(const ExecSpace& space, const HeadConfig& cfg,
+                    const TokenInputs<typename ExecSpace::memory_space>& inputs,
+                    const Kokkos::View<const std::uint32_t*, typename ExecSpace::memory_space>& state_slots,
+                    const StateView& state, const OutView& out) {
+  using M = typename ExecSpace::memory_space;
+  static_assert(Kokkos::is_execution_space<ExecSpace>::value,
+                "gdn::recurrence_fwd: the first argument must be a Kokkos execution space instance");
+  static_assert(Kokkos::is_view<StateView>::value, "gdn::recurrence_fwd: state must be a Kokkos::View");
+  using SP = Impl::PoolViewTraits<ExecSpace, StateView>;
+  static_assert(SP::rank_ok, "gdn::recurrence_fwd: state must have rank 4 [slots, nv, Dk, Dv]");
+  static_assert(SP::type_ok, "gdn::recurrence_fwd: state value type must be float or gdn::bf16");
+  static_assert(!std::is_const<typename StateView::value_type>::value,
+                "gdn::recurrence_fwd: state is written and must not be const");
+  static_assert(SP::layout_ok, "gdn::recurrence_fwd: state must be LayoutRight (a dense pool)");
+  static_assert(SP::space_ok, "gdn::recurrence_fwd: state must live in ExecSpace::memory_space");
+  static_assert(Kokkos::is_view<OutView>::value, "gdn::recurrence_fwd: out must be a Kokkos::View");
+  static_assert(unsigned(OutView::rank) == 2, "gdn::recurrence_fwd: out must have rank 2 [tokens, value_dim]");
+  static_assert(std::is_same<typename OutView::value_type, float>::value,
+                "gdn::recurrence_fwd: out value type must be (non-const) float");
+  static_assert(std::is_same<typename OutView::memory_space, M>::value,
+                "gdn::recurrence_fwd: out must live in ExecSpace::memory_space");
+  Impl::ScopedRegion region("gdn::recurrence_fwd");
+  using StateT = typename SP::value_type;
+  Impl::FwdLauncher<ExecSpace, StateT>::run(space, cfg, inputs, state_slots, Impl::PoolView<StateT, M>(state),
+                                            Impl::OutView<M>(out));
+}
+
+}  // namespace gdn
+
+#endif  // GDN_RECURRENCE_FWD_HPP

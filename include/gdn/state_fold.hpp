@@ -1,0 +1,76 @@
+#ifndef GDN_STATE_FOLD_HPP
+#define GDN_STATE_FOLD_HPP
+
+/// \file state_fold.hpp
+/// \brief `gdn::state_fold`: commit the accepted prefix of the ring, every layer in one launch.
+///
+/// The kernel itself is in impl/fold_kernel.hpp.
+
+#include <gdn/config.hpp>
+#include <gdn/impl/eti.hpp>
+#include <gdn/impl/launch.hpp>
+#include <gdn/impl/profiling.hpp>
+#include <gdn/impl/static_checks.hpp>
+#include <gdn/ring.hpp>
+
+#include <Kokkos_Core.hpp>
+
+#include <cstdint>
+#include <type_traits>
+
+namespace gdn {
+
+/// \brief Fold the first `num_accepted[b]` ring records into the state, for L layers at once.
+///
+/// For layer l and sequence b with `0 < n = num_accepted[b] <= RING_LEN`,
+/// applies records p = 0 .. n-1 of ring row `ring_rows(l, b)` to pool row
+/// `state_rows(l, b)`: `S = fma(k, u, S*decay)`. With a float ring the result
+/// is bit-identical to `recurrence_fwd` over the first n tokens from the same
+/// state, for float and bf16 pools. A row with n == 0 or n > RING_LEN is
+/// neither read nor written (n > RING_LEN is a row verify already committed).
+/// Non-blocking: the work is enqueued on `space`.
+///
+/// \param space         execution space instance
+/// \param cfg           head geometry; Dk == Dv in {64, 128}
+/// \param state_rows    [L, B] pool row of layer l, sequence b
+/// \param state         [slots, nv, Dk, Dv] LayoutRight float or gdn::bf16 pool (all layers' rows)
+/// \param ring_rows     [L, B] ring row of layer l, sequence b
+/// \param ring          [ring_rows, nk, RING_LEN, record_stride] LayoutRight float or gdn::bf16, read only
+/// \param num_accepted  [B] accepted tokens of each sequence
+/// \throws gdn::InvalidArgument for a bad geometry or shape (before any launch); with
+///         index checking on, also for out-of-range or conflicting rows.
+template <class ExecSpace, class StateView, class RingView>
+void state_fold(const ExecSpace& space, const HeadConfig& cfg,
+                const Kokkos::View<const std::uint32_t**, typename ExecSpace::memory_space>& state_rows,
+                const StateView& state,
+                const Kokkos::View<const std::uint32_t**, typename ExecSpace::memory_space>& ring_rows,
+                const RingView& ring,
+                const Kokkos::View<const std::uint32_t*, typename ExecSpace::memory_space>& num_accepted) {
+  using M = typename ExecSpace::memory_space;
+  static_assert(Kokkos::is_execution_space<ExecSpace>::value,
+                "gdn::state_fold: the first argument must be a Kokkos execution space instance");
+  static_assert(Kokkos::is_view<StateView>::value, "gdn::state_fold: state must be a Kokkos::View");
+  using SP = Impl::PoolViewTraits<ExecSpace, StateView>;
+  static_assert(SP::rank_ok, "gdn::state_fold: state must have rank 4 [slots, nv, Dk, Dv]");
+  static_assert(SP::type_ok, "gdn::state_fold: state value type must be float or gdn::bf16");
+  static_assert(!std::is_const<typename StateView::value_type>::value,
+                "gdn::state_fold: state is written and must not be const");
+  static_assert(SP::layout_ok, "gdn::state_fold: state must be LayoutRight (a dense pool)");
+  static_assert(SP::space_ok, "gdn::state_fold: state must live in ExecSpace::memory_space");
+  static_assert(Kokkos::is_view<RingView>::value, "gdn::state_fold: ring must be a Kokkos::View");
+  using RP = Impl::PoolViewTraits<ExecSpace, RingView>;
+  static_assert(RP::rank_ok, "gdn::state_fold: ring must have rank 4 [ring_rows, nk, RING_LEN, record_stride]");
+  static_assert(RP::type_ok, "gdn::state_fold: ring value type must be float or gdn::bf16");
+  static_assert(RP::layout_ok, "gdn::state_fold: ring must be LayoutRight");
+  static_assert(RP::space_ok, "gdn::state_fold: ring must live in ExecSpace::memory_space");
+  Impl::ScopedRegion region("gdn::state_fold");
+  using StateT = typename SP::value_type;
+  using RingT = typename RP::value_type;
+  Impl::RingLauncher<ExecSpace, StateT, RingT>::fold(
+      space, cfg, state_rows, Impl::PoolView<StateT, M>(state), ring_rows,
+      Kokkos::View<const RingT****, Kokkos::LayoutRight, M>(ring), num_accepted);
+}
+
+}  // namespace gdn
+
+#endif  // GDN_STATE_FOLD_HPP

@@ -1,0 +1,89 @@
+#ifndef GDN_VERIFY_RING_HPP
+#define GDN_VERIFY_RING_HPP
+
+/// \file verify_ring.hpp
+/// \brief `gdn::recurrence_verify_ring`: verify a drafted window and record a ring.
+///
+/// The kernel itself is in impl/recurrence_kernel.hpp (shared with the forward).
+
+#include <gdn/config.hpp>
+#include <gdn/impl/eti.hpp>
+#include <gdn/impl/launch.hpp>
+#include <gdn/impl/profiling.hpp>
+#include <gdn/impl/static_checks.hpp>
+#include <gdn/ring.hpp>
+
+#include <Kokkos_Core.hpp>
+
+#include <cstdint>
+#include <type_traits>
+
+namespace gdn {
+
+/// \brief Run the recurrence over a drafted window; record a ring instead of writing the state back.
+///
+/// `out` is bit-identical to what `recurrence_fwd` writes from the same state.
+/// A sequence of length L with 0 < L <= RING_LEN (= ring.extent(2)) leaves its
+/// state pool row untouched and writes, for every position p < L and key head
+/// kh, the record `ring(ring_slots[b], kh, p, 0 : ring_record_elements)`
+/// (layout in ring.hpp); its other records and every record's padding are not
+/// touched. A sequence with L > RING_LEN writes no record and commits its
+/// state exactly as the forward does. An empty sequence touches nothing.
+/// Non-blocking: the work is enqueued on `space`.
+///
+/// \param space        execution space instance
+/// \param cfg          head geometry; Dk == Dv in {64, 128}
+/// \param inputs       qkv [tokens, conv_dim], decay and beta [tokens, nv], row_offsets [B+1]
+/// \param state_slots  [B] pool row of each sequence
+/// \param state        [slots, nv, Dk, Dv] LayoutRight float or gdn::bf16 pool
+/// \param out          [tokens, value_dim] float, any layout
+/// \param ring_slots   [B] ring row of each sequence
+/// \param ring         [ring_rows, nk, RING_LEN, record_stride] LayoutRight float or gdn::bf16;
+///                     record_stride >= ring_record_elements(Dk, Dv, G). A bf16 ring
+///                     rounds k, u and decay, so a fold from it is not bit-exact.
+/// \throws gdn::InvalidArgument for a bad geometry or shape (before any launch); with
+///         index checking on, also for bad offsets, slots or ring slots.
+template <class ExecSpace, class StateView, class OutView, class RingView>
+void recurrence_verify_ring(const ExecSpace& space, const HeadConfig& cfg,
+                            const TokenInputs<typename ExecSpace::memory_space>& inputs,
+                            const Kokkos::View<const std::uint32_t*, typename ExecSpace::memory_space>& state_slots,
+                            const StateView& state, const OutView& out,
+                            const Kokkos::View<const std::uint32_t*, typename ExecSpace::memory_space>& ring_slots,
+                            const RingView& ring) {
+  using M = typename ExecSpace::memory_space;
+  static_assert(Kokkos::is_execution_space<ExecSpace>::value,
+                "gdn::recurrence_verify_ring: the first argument must be a Kokkos execution space instance");
+  static_assert(Kokkos::is_view<StateView>::value, "gdn::recurrence_verify_ring: state must be a Kokkos::View");
+  using SP = Impl::PoolViewTraits<ExecSpace, StateView>;
+  static_assert(SP::rank_ok, "gdn::recurrence_verify_ring: state must have rank 4 [slots, nv, Dk, Dv]");
+  static_assert(SP::type_ok, "gdn::recurrence_verify_ring: state value type must be float or gdn::bf16");
+  static_assert(!std::is_const<typename StateView::value_type>::value,
+                "gdn::recurrence_verify_ring: state may be written (rows longer than RING_LEN) and must not be const");
+  static_assert(SP::layout_ok, "gdn::recurrence_verify_ring: state must be LayoutRight (a dense pool)");
+  static_assert(SP::space_ok, "gdn::recurrence_verify_ring: state must live in ExecSpace::memory_space");
+  static_assert(Kokkos::is_view<OutView>::value, "gdn::recurrence_verify_ring: out must be a Kokkos::View");
+  static_assert(unsigned(OutView::rank) == 2,
+                "gdn::recurrence_verify_ring: out must have rank 2 [tokens, value_dim]");
+  static_assert(std::is_same<typename OutView::value_type, float>::value,
+                "gdn::recurrence_verify_ring: out value type must be (non-const) float");
+  static_assert(std::is_same<typename OutView::memory_space, M>::value,
+                "gdn::recurrence_verify_ring: out must live in ExecSpace::memory_space");
+  static_assert(Kokkos::is_view<RingView>::value, "gdn::recurrence_verify_ring: ring must be a Kokkos::View");
+  using RP = Impl::PoolViewTraits<ExecSpace, RingView>;
+  static_assert(RP::rank_ok, "gdn::recurrence_verify_ring: ring must have rank 4 [ring_rows, nk, RING_LEN, record_stride]");
+  static_assert(RP::type_ok, "gdn::recurrence_verify_ring: ring value type must be float or gdn::bf16");
+  static_assert(!std::is_const<typename RingView::value_type>::value,
+                "gdn::recurrence_verify_ring: ring is written and must not be const");
+  static_assert(RP::layout_ok, "gdn::recurrence_verify_ring: ring must be LayoutRight");
+  static_assert(RP::space_ok, "gdn::recurrence_verify_ring: ring must live in ExecSpace::memory_space");
+  Impl::ScopedRegion region("gdn::recurrence_verify_ring");
+  using StateT = typename SP::value_type;
+  using RingT = typename RP::value_type;
+  Impl::RingLauncher<ExecSpace, StateT, RingT>::verify(space, cfg, inputs, state_slots,
+                                                      Impl::PoolView<StateT, M>(state), Impl::OutView<M>(out),
+                                                      ring_slots, Impl::PoolView<RingT, M>(ring));
+}
+
+}  // namespace gdn
+
+#endif  // GDN_VERIFY_RING_HPP

@@ -1,0 +1,21 @@
+# Run by ctest (gdn_install_consumer): install the build tree into a scratch
+# prefix, build tests/install against it with find_package(GDN), run it.
+foreach(v GDN_BINARY_DIR CONSUMER_SOURCE_DIR WORK_DIR Kokkos_DIR CXX)
+  if(NOT DEFINED ${v})
+    message(FATAL_ERROR "check_install.cmake: ${v} not set")
+  endif()
+endforeach()
+file(REMOVE_RECURSE ${WORK_DIR})
+function(step)
+  execute_process(COMMAND ${ARGN} RESULT_VARIABLE rc)
+  if(rc)
+    message(FATAL_ERROR "failed (${rc}): ${ARGN}")
+  endif()
+endfunction()
+step(${CMAKE_COMMAND} --install ${GDN_BINARY_DIR} --prefix ${WORK_DIR}/prefix)
+step(${CMAKE_COMMAND} -S ${CONSUMER_SOURCE_DIR} -B ${WORK_DIR}/build -DCMAKE_BUILD_TYPE=Release
+     -DCMAKE_PREFIX_PATH=${WORK_DIR}/prefix -DKokkos_DIR=${Kokkos_DIR} -DCMAKE_CXX_COMPILER=${CXX})
+step(${CMAKE_COMMAND} --build ${WORK_DIR}/build)
+if(RUN_CONSUMER)
+  step(${WORK_DIR}/build/gdn_consumer)
+endif()

@@ -1,0 +1,44 @@
+#ifndef GDN_TESTS_REFERENCE_HPP
+#define GDN_TESTS_REFERENCE_HPP
+
+// A deliberately simple float64 reference of the gated delta recurrence
+// (SPEC.md section 2), independent of the library: plain loops, no tiling,
+// no shared code with include/gdn. Tests compare the kernels against it
+// within stated tolerances.
+
+#include <cstdint>
+#include <vector>
+
+namespace gdn_ref {
+
+struct Geometry {
+  int nk, nv, dk, dv;
+  int group() const { return nv / nk; }
+  int key_dim() const { return nk * dk; }
+  int value_dim() const { return nv * dv; }
+  int conv_dim() const { return 2 * key_dim() + value_dim(); }
+};
+
+// Host per-token inputs, dense row-major: qkv [tokens][conv_dim], decay and beta [tokens][nv].
+struct Tokens {
+  std::vector<float> qkv, decay, beta;
+};
+
+// One record of the ring, as the reference computes it (for one token, one value head).
+struct RefStep {
+  std::vector<double> u;  // [dv] delta factors
+};
+
+// Runs tokens [t0, t1) over the state of all value heads of one sequence.
+// state: [nv][dk][dv] (float64), updated in place. out: [tokens][value_dim],
+// rows t0..t1-1 written. If `deltas` is not null it receives, per token and
+// value head, the delta factors u (deltas[(t - t0) * nv + h]).
+void forward(const Geometry& g, const Tokens& in, int t0, int t1, std::vector<double>& state,
+             std::vector<double>& out, std::vector<RefStep>* deltas = nullptr);
+
+// bfloat16 round-to-nearest-even of a value, computed from the double (not via float).
+double round_to_bf16(double x);
+
+}  // namespace gdn_ref
+
+#endif

@@ -1,0 +1,256 @@
+// Bad input: every rejected argument throws gdn::InvalidArgument naming the
+// function and the argument, before anything is launched, and leaves every
+// state, ring and output buffer exactly as it was.
+#include "test_support.hpp"
+
+#include <functional>
+
+namespace gdn_test {
+namespace {
+
+using Pool4 = Pool<float>;
+
+// A valid call setup that each case breaks in one place.
+struct CallSetup {
+  ExecSpace space;
+  gdn::HeadConfig cfg = heads(2, 4, 64);
+  Problem p = make_problem(cfg, {3, 2, 0}, 61);
+  DeviceInputs d = upload(p);
+  Pool4 state = make_state<float>(4, cfg, 62);
+  Pool4 ring = make_ring<float>(3, cfg, 4, int(gdn::ring_record_elements(64, 64, 2)) + 1);
+  Strided2D out = make_out(p);
+  Index slots = to_device({2, 0, 1});
+  Index rslots = to_device({1, 2, 0});
+  Table srows = to_device(2, 3, {2, 0, 1, 3, 1, 0});
+  Table rrows = to_device(2, 3, {0, 1, 2, 2, 0, 1});
+  Index acc = to_device({2, 1, 0});
+
+  void fwd() const { gdn::recurrence_fwd(space, cfg, d.in, slots, state, out.view); }
+  void verify() const { gdn::recurrence_verify_ring(space, cfg, d.in, slots, state, out.view, rslots, ring); }
+  void fold() const { gdn::state_fold(space, cfg, srows, state, rrows, ring, acc); }
+};
+
+struct Case {
+  const char* name;
+  const char* function;  // expected gdn:: function in the message
+  const char* argument;  // expected argument name
+  bool checking;         // needs the index checking mode
+  std::function<void(CallSetup&)> call;
+};
+
+gdn::TokenInputs<Mem> with_qkv(const CallSetup& s, const Strided2D& a) {
+  auto in = s.d.in;
+  in.qkv = a.view;
+  return in;
+}
+
+Strided2D dense(std::size_t r, std::size_t c) { return make_2d(r, c, Layout::Dense, nullptr, 0x3f000000u); }
+
+const char* kFwd = "gdn::recurrence_fwd";
+const char* kVer = "gdn::recurrence_verify_ring";
+const char* kFold = "gdn::state_fold";
+
+std::vector<Case> cases() {
+  std::vector<Case> v;
+  // ---- head geometry (all three entry points share the checks) ----
+  v.push_back({"NoKeyHeads", kFwd, "cfg.num_key_heads", false, [](CallSetup& s) { s.cfg.num_key_heads = 0; s.fwd(); }});
+  v.push_back({"NoValueHeads", kVer, "cfg.num_value_heads", false, [](CallSetup& s) { s.cfg.num_value_heads = 0; s.verify(); }});
+  v.push_back({"GroupNotDivisible", kFold, "cfg.num_value_heads", false, [](CallSetup& s) { s.cfg.num_key_heads = 3; s.fold(); }});
+  v.push_back({"UnsupportedHeadDim96", kFwd, "cfg.key_head_dim", false, [](CallSetup& s) { s.cfg.key_head_dim = s.cfg.value_head_dim = 96; s.fwd(); }});
+  v.push_back({"UnsupportedHeadDim256", kVer, "cfg.key_head_dim", false, [](CallSetup& s) { s.cfg.key_head_dim = s.cfg.value_head_dim = 256; s.verify(); }});
+  v.push_back({"ValueDimDiffers", kFold, "cfg.value_head_dim", false, [](CallSetup& s) { s.cfg.value_head_dim = 128; s.fold(); }});
+  // ---- per-token inputs ----
+  v.push_back({"QkvTooNarrow", kFwd, "inputs.qkv", false, [](CallSetup& s) {
+    const Strided2D a = dense(s.p.tokens(), s.cfg.conv_dim() - 1);
+    gdn::recurrence_fwd(s.space, s.cfg, with_qkv(s, a), s.slots, s.state, s.out.view);
+  }});
+  v.push_back({"DecayTooFewHeads", kVer, "inputs.decay", false, [](CallSetup& s) {
+    const Strided2D a = dense(s.p.tokens(), s.cfg.num_value_heads - 1);
+    auto in = s.d.in;
+    in.decay = a.view;
+    gdn::recurrence_verify_ring(s.space, s.cfg, in, s.slots, s.state, s.out.view, s.rslots, s.ring);
+  }});
+  v.push_back({"BetaTooFewTokens", kFwd, "inputs.beta", false, [](CallSetup& s) {
+    const Strided2D a = dense(s.p.tokens() - 1, s.cfg.num_value_heads);
+    auto in = s.d.in;
+    in.beta = a.view;
+    gdn::recurrence_fwd(s.space, s.cfg, in, s.slots, s.state, s.out.view);
+  }});
+  v.push_back({"OffsetsNotBPlusOne", kFwd, "inputs.row_offsets", false, [](CallSetup& s) {
+    auto in = s.d.in;
+    in.row_offsets = to_device({0, 3, 5});
+    gdn::recurrence_fwd(s.space, s.cfg, in, s.slots, s.state, s.out.view);
+  }});
+  // ---- output ----
+  v.push_back({"OutTooFewRows", kFwd, "out", false, [](CallSetup& s) {
+    const Strided2D o = dense(s.p.tokens() - 1, s.cfg.value_dim());
+    gdn::recurrence_fwd(s.space, s.cfg, s.d.in, s.slots, s.state, o.view);
+  }});
+  v.push_back({"OutTooNarrow", kVer, "out", false, [](CallSetup& s) {
+    const Strided2D o = dense(s.p.tokens(), s.cfg.value_dim() - 4);
+    gdn::recurrence_verify_ring(s.space, s.cfg, s.d.in, s.slots, s.state, o.view, s.rslots, s.ring);
+  }});
+  // ---- state pool ----
+  v.push_back({"StateWrongHeads", kFwd, "state", false, [](CallSetup& s) {
+    Pool4 st("st", 4, s.cfg.num_value_heads + 1, 64, 64);
+    gdn::recurrence_fwd(s.space, s.cfg, s.d.in, s.slots, st, s.out.view);
+  }});
+  v.push_back({"StateWrongDims", kFold, "state", false, [](CallSetup& s) {
+    Pool4 st("st", 4, s.cfg.num_value_heads, 64, 32);
+    gdn::state_fold(s.space, s.cfg, s.srows, st, s.rrows, s.ring, s.acc);
+  }});
+  v.push_back({"StateNoRows", kVer, "state", false, [](CallSetup& s) {
+    Pool4 st("st", 0, s.cfg.num_value_heads, 64, 64);
+    gdn::recurrence_verify_ring(s.space, s.cfg, s.d.in, s.slots, st, s.out.view, s.rslots, s.ring);
+  }});
+  v.push_back({"StateMisaligned", kFwd, "state", false, [](CallSetup& s) {
+    Kokkos::View<float*, Mem> raw("raw", 1 + 4 * 4 * 64 * 64);
+    Pool4 st(raw.data() + 1, 4, s.cfg.num_value_heads, 64, 64);
+    gdn::recurrence_fwd(s.space, s.cfg, s.d.in, s.slots, st, s.out.view);
+  }});
+  // ---- ring ----
+  v.push_back({"RingSlotsWrongLength", kVer, "ring_slots", false, [](CallSetup& s) {
+    gdn::recurrence_verify_ring(s.space, s.cfg, s.d.in, s.slots, s.state, s.out.view, to_device({0, 1}), s.ring);
+  }});
+  v.push_back({"RingWrongKeyHeads", kVer, "ring", false, [](CallSetup& s) {
+    Pool4 r("r", 3, 1, 4, 300);
+    gdn::recurrence_verify_ring(s.space, s.cfg, s.d.in, s.slots, s.state, s.out.view, s.rslots, r);
+  }});
+  v.push_back({"RecordStrideTooSmall", kVer, "ring", false, [](CallSetup& s) {
+    Pool4 r("r", 3, 2, 4, int(gdn::ring_record_elements(64, 64, 2)) - 1);
+    gdn::recurrence_verify_ring(s.space, s.cfg, s.d.in, s.slots, s.state, s.out.view, s.rslots, r);
+  }});
+  v.push_back({"RingLenZero", kVer, "ring", false, [](CallSetup& s) {
+    Pool4 r("r", 3, 2, 0, 300);
+    gdn::recurrence_verify_ring(s.space, s.cfg, s.d.in, s.slots, s.state, s.out.view, s.rslots, r);
+  }});
+  v.push_back({"FoldRecordStrideTooSmall", kFold, "ring", false, [](CallSetup& s) {
+    Pool4 r("r", 3, 2, 4, 10);
+    gdn::state_fold(s.space, s.cfg, s.srows, s.state, s.rrows, r, s.acc);
+  }});
+  // ---- fold tables ----
+  v.push_back({"StateRowsWrongBatch", kFold, "state_rows", false, [](CallSetup& s) {
+    gdn::state_fold(s.space, s.cfg, to_device(2, 2, {0, 1, 2, 3}), s.state, s.rrows, s.ring, s.acc);
+  }});
+  v.push_back({"RingRowsWrongLayers", kFold, "ring_rows", false, [](CallSetup& s) {
+    gdn::state_fold(s.space, s.cfg, s.srows, s.state, to_device(1, 3, {0, 1, 2}), s.ring, s.acc);
+  }});
+  // ---- index contents: only with the checking mode ----
+  v.push_back({"OffsetsDecrease", kFwd, "inputs.row_offsets", true, [](CallSetup& s) {
+    auto in = s.d.in;
+    in.row_offsets = to_device({0, 3, 2, 5});
+    gdn::recurrence_fwd(s.space, s.cfg, in, s.slots, s.state, s.out.view);
+  }});
+  v.push_back({"OffsetsDoNotStartAtZero", kVer, "inputs.row_offsets", true, [](CallSetup& s) {
+    auto in = s.d.in;
+    in.row_offsets = to_device({1, 3, 5, 5});
+    gdn::recurrence_verify_ring(s.space, s.cfg, in, s.slots, s.state, s.out.view, s.rslots, s.ring);
+  }});
+  v.push_back({"OffsetsPastTokens", kFwd, "inputs.row_offsets", true, [](CallSetup& s) {
+    auto in = s.d.in;
+    in.row_offsets = to_device({0, 3, 5, 6});
+    gdn::recurrence_fwd(s.space, s.cfg, in, s.slots, s.state, s.out.view);
+  }});
+  v.push_back({"StateSlotOutOfRange", kFwd, "state_slots", true, [](CallSetup& s) {
+    gdn::recurrence_fwd(s.space, s.cfg, s.d.in, to_device({2, 4, 1}), s.state, s.out.view);
+  }});
+  v.push_back({"StateSlotSharedByCommittingRows", kFwd, "state_slots", true, [](CallSetup& s) {
+    gdn::recurrence_fwd(s.space, s.cfg, s.d.in, to_device({1, 1, 0}), s.state, s.out.view);
+  }});
+  v.push_back({"RingSlotOutOfRange", kVer, "ring_slots", true, [](CallSetup& s) {
+    gdn::recurrence_verify_ring(s.space, s.cfg, s.d.in, s.slots, s.state, s.out.view, to_device({3, 0, 1}), s.ring);
+  }});
+  v.push_back({"RingSlotSharedByRecordingRows", kVer, "ring_slots", true, [](CallSetup& s) {
+    gdn::recurrence_verify_ring(s.space, s.cfg, s.d.in, s.slots, s.state, s.out.view, to_device({2, 2, 0}), s.ring);
+  }});
+  v.push_back({"FoldStateRowOutOfRange", kFold, "state_rows", true, [](CallSetup& s) {
+    gdn::state_fold(s.space, s.cfg, to_device(2, 3, {2, 0, 1, 3, 9, 0}), s.state, s.rrows, s.ring, s.acc);
+  }});
+  v.push_back({"FoldStateRowUsedTwice", kFold, "state_rows", true, [](CallSetup& s) {
+    gdn::state_fold(s.space, s.cfg, to_device(2, 3, {2, 0, 1, 3, 2, 0}), s.state, s.rrows, s.ring, s.acc);
+  }});
+  v.push_back({"FoldRingRowOutOfRange", kFold, "ring_rows", true, [](CallSetup& s) {
+    gdn::state_fold(s.space, s.cfg, s.srows, s.state, to_device(2, 3, {0, 1, 2, 2, 7, 1}), s.ring, s.acc);
+  }});
+  return v;
+}
+
+class Rejects : public ::testing::TestWithParam<Case> {};
+
+TEST_P(Rejects, ThrowsNamesArgumentAndChangesNothing) {
+  const Case& c = GetParam();
+  CallSetup s;
+  s.space.fence();
+  const auto state0 = bytes_of(s.state), ring0 = bytes_of(s.ring), out0 = bytes_of(s.out.buf);
+  gdn::set_index_checking(c.checking);
+  bool threw = false;
+  try {
+    c.call(s);
+  } catch (const gdn::InvalidArgument& e) {
+    threw = true;
+    EXPECT_EQ(e.argument(), c.argument) << e.what();
+    EXPECT_EQ(e.function(), c.function) << e.what();
+    const std::string msg = e.what();
+    EXPECT_NE(msg.find(c.function), std::string::npos) << msg;
+    EXPECT_NE(msg.find("expected"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("got"), std::string::npos) << msg;
+    const std::invalid_argument& base = e;  // the documented base type
+    (void)base;
+  }
+  gdn::set_index_checking(false);
+  EXPECT_TRUE(threw) << c.name << " was not rejected";
+  s.space.fence();
+  EXPECT_TRUE(same_bytes(bytes_of(s.state), state0)) << "state changed";
+  EXPECT_TRUE(same_bytes(bytes_of(s.ring), ring0)) << "ring changed";
+  EXPECT_TRUE(same_bytes(bytes_of(s.out.buf), out0)) << "out changed";
+}
+
+INSTANTIATE_TEST_SUITE_P(BadInput, Rejects, ::testing::ValuesIn(cases()),
+                         [](const ::testing::TestParamInfo<Case>& i) { return std::string(i.param.name); });
+
+// The valid setup itself passes, with and without the checking mode (so the
+// cases above fail for the reason they name).
+TEST(Checking, ValidCallsPassWithAndWithoutChecking) {
+  for (bool on : {false, true}) {
+    CallSetup s;
+    gdn::set_index_checking(on);
+    EXPECT_NO_THROW(s.fwd());
+    EXPECT_NO_THROW(s.verify());
+    EXPECT_NO_THROW(s.fold());
+    gdn::set_index_checking(false);
+    s.space.fence();
+  }
+}
+
+// Recording rows only read their state row: several may share one in the checking mode.
+TEST(Checking, RecordingRowsMayShareAStateRow) {
+  CallSetup s;
+  gdn::set_index_checking(true);
+  EXPECT_NO_THROW(gdn::recurrence_verify_ring(s.space, s.cfg, s.d.in, to_device({1, 1, 1}), s.state, s.out.view,
+                                              s.rslots, s.ring));
+  gdn::set_index_checking(false);
+  s.space.fence();
+}
+
+// Rows the fold skips (n == 0, n > RING_LEN) and empty rows are not checked: padding entries may hold anything.
+TEST(Checking, SkippedRowsMayHoldAnyIndex) {
+  CallSetup s;
+  gdn::set_index_checking(true);
+  EXPECT_NO_THROW(gdn::state_fold(s.space, s.cfg, to_device(2, 3, {2, 0, 999, 3, 1, 999}), s.state,
+                                  to_device(2, 3, {0, 1, 999, 2, 0, 999}), s.ring, to_device({2, 9, 0})));
+  EXPECT_NO_THROW(gdn::recurrence_fwd(s.space, s.cfg, s.d.in, to_device({2, 0, 12345}), s.state, s.out.view));
+  gdn::set_index_checking(false);
+  s.space.fence();
+}
+
+TEST(Checking, SwitchRoundTrips) {
+  const bool before = gdn::index_checking_enabled();
+  gdn::set_index_checking(true);
+  EXPECT_TRUE(gdn::index_checking_enabled());
+  gdn::set_index_checking(false);
+  EXPECT_FALSE(gdn::index_checking_enabled());
+  gdn::set_index_checking(before);
+}
+
+}  // namespace
+}  // namespace gdn_test
