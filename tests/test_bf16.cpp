@@ -73,6 +73,14 @@ TEST(Bf16, MatchesIndependentReferenceOnRandomFloats) {
   EXPECT_GT(checked, 1000000);
 }
 
+// Narrow on the execution space under test (a free function: CUDA device
+// lambdas may not live in gtest's private TestBody).
+void narrow_on_device(const Kokkos::View<std::uint32_t*, Mem>& in, const Kokkos::View<std::uint16_t*, Mem>& out) {
+  Kokkos::parallel_for(
+      "bf16_test", Kokkos::RangePolicy<ExecSpace>(0, in.extent(0)),
+      KOKKOS_LAMBDA(const int i) { out(i) = gdn::bf16(gdn::Impl::bits_to_float(in(i))).bits; });
+}
+
 // The conversion compiled for the execution space under test gives the host's bits.
 TEST(Bf16, DeviceConversionMatchesHost) {
   const int n = 1 << 16;
@@ -89,10 +97,7 @@ TEST(Bf16, DeviceConversionMatchesHost) {
     for (int i = 0; i < n; ++i) h(i) = in[i];
     Kokkos::deep_copy(d_in, h);
   }
-  Kokkos::parallel_for(
-      "bf16_test", Kokkos::RangePolicy<ExecSpace>(0, n), KOKKOS_LAMBDA(const int i) {
-        d_out(i) = gdn::bf16(gdn::Impl::bits_to_float(d_in(i))).bits;
-      });
+  narrow_on_device(d_in, d_out);
   auto h = Kokkos::create_mirror(d_out);
   Kokkos::deep_copy(h, d_out);
   for (int i = 0; i < n; ++i) ASSERT_EQ(h(i), gdn::bf16(from_bits32(in[i])).bits) << "index " << i;

@@ -1,0 +1,55 @@
+# Shared by scripts/*.sh: packages, the Kokkos bootstrap, and the CMake build.
+# Sourced, not run. Everything lands under the repository: Kokkos in
+# .deps/kokkos/<variant>, builds in build/<name>; a second run reuses both.
+set -euo pipefail
+
+GDN_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+GDN_DEPS=${GDN_DEPS:-$GDN_ROOT/.deps}
+JOBS=${JOBS:-$(nproc 2>/dev/null || echo 2)}
+
+log() { printf '[gdn] %s\n' "$*" >&2; }
+
+# Debian packages the build needs; installed only when missing (needs root then).
+ensure_packages() {
+  local want=(cmake g++ make libgtest-dev libbenchmark-dev ca-certificates perl)
+  local missing=() p
+  for p in "${want[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p")
+  done
+  if [ ${#missing[@]} -gt 0 ]; then
+    log "installing ${missing[*]}"
+    [ "$(id -u)" = 0 ] || { log "need root to apt-get install ${missing[*]}"; exit 1; }
+    DEBIAN_FRONTEND=noninteractive apt-get update -q >&2
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${missing[@]}" >&2
+  fi
+}
+
+# Kokkos: an existing install named by Kokkos_ROOT wins; otherwise the
+# project's bootstrap (Kokkos 3.4.01 from Debian's trilinos source).
+# Prints the Kokkos prefix. $1 = openmp | cuda
+kokkos_prefix() {
+  local variant=$1
+  if [ -n "${Kokkos_ROOT:-}" ]; then
+    echo "$Kokkos_ROOT"
+    return
+  fi
+  local args=(--prefix "$GDN_DEPS/kokkos" --cache "$GDN_DEPS/cache" --jobs "$JOBS")
+  if [ "$variant" = cuda ]; then args+=(--cuda --no-openmp); fi
+  if [ -f "$GDN_DEPS/kokkos-3.4.01-patched.tar.gz" ] && [ ! -d "$GDN_DEPS/cache" ]; then
+    args+=(--sources "$GDN_DEPS/kokkos-3.4.01-patched.tar.gz")  # offline (the GPU machine)
+  fi
+  bash "$GDN_ROOT/cmake/kokkos-bootstrap.sh" "${args[@]}" >&2
+  echo "$GDN_DEPS/kokkos/$variant"
+}
+
+# configure_and_build <build-name> <kokkos-prefix> [cmake args...]
+configure_and_build() {
+  local name=$1 kokkos=$2
+  shift 2
+  local dir=$GDN_ROOT/build/$name
+  local extra=()
+  if [ -x "$kokkos/bin/nvcc_wrapper" ]; then extra+=("-DCMAKE_CXX_COMPILER=$kokkos/bin/nvcc_wrapper"); fi
+  cmake -S "$GDN_ROOT" -B "$dir" -DCMAKE_BUILD_TYPE=Release "-DKokkos_ROOT=$kokkos" "${extra[@]}" "$@" >&2
+  cmake --build "$dir" -j "$JOBS" >&2
+  echo "$dir"
+}
