@@ -1,0 +1,536 @@
+// gdn_bench: Google Benchmark drivers for recurrence_fwd, recurrence_verify_ring
+// and state_fold on Kokkos::DefaultExecutionSpace (Cuda in a CUDA build,
+// OpenMP otherwise).
+//
+// Cases (names are `kernel/shape/key:value/...`, parsed by perf/render.py):
+//   fwd/D<d>/state:<s>/B:<b>/T:<t>          every row T tokens; T = 1 is plain decode
+//   verify/D<d>/state:<s>/B:<b>/T:<t>       every row T tokens, RING_LEN = T: records
+//                                           written, state read and not written
+//   fold/D<d>/state:<s>/L:<l>/B:<b>/T:<t>   RING_LEN = T, num_accepted = T for every
+//                                           row; L = 1 (one layer per launch) and
+//                                           L = 36 (the GDN layers of a
+//                                           Qwen3-Next-80B-style model, one launch)
+// Shapes: nk = 16, nv = 32, Dk = Dv = d with d = 128 (Qwen3-Next's GDN layer)
+// and d = 64. State float or bf16; ring float, record_stride =
+// ring_record_elements rounded up to 16 bytes. B in {1, 8, 32, 128, 256, 512}
+// up to GDN_BENCH_MAX_BATCH (default 32 on the host, 512 on a GPU), T in
+// {1, 2, 4, 8}. A case whose buffers exceed GDN_BENCH_MAX_GIB (default 8 on the
+// host, 100 on a GPU) is not registered.
+//
+// Method.
+//   - Buffers: one set per case, allocated and filled with random values
+//     (never zeros) on the device: qkv in [-1, 1], decay in [0.8, 1), beta in
+//     [0.05, 0.95), state in [-0.5, 0.5); fold records: k in [-1, 1],
+//     u in [-0.02, 0.02], decay in [0.8, 0.99). Row b uses pool row b (fold:
+//     layer l, row b uses pool row and ring row l*B + b), so the state a call
+//     touches is B (x L) distinct rows: 2 MiB per row at D128/float, 256 KiB
+//     at D64/bf16. The pool is larger than an H200's 50 MiB L2 from B = 32
+//     (D128/float) or B = 256 (D64/bf16); on a host the last-level cache
+//     (e.g. 32 MiB of L3) holds the whole state at small B. Below those sizes
+//     the state stays cache resident across calls (what a decode loop over
+//     the same rows sees too), so bw_frac can exceed what DRAM alone allows.
+//     Inputs are not rotated between calls.
+//   - fwd and fold write the state on every call; the values stay bounded
+//     (decay < 1, the delta rule contracts, fold's records are small), and
+//     after timing every case checks its state, outputs and records for
+//     inf/NaN and reports an error if any appear.
+//   - Timing: warm-up (at least 2 calls and 20 ms), then samples of
+//     `fence; Kokkos::Timer; call; fence` until at least 10 samples and
+//     GDN_BENCH_MIN_TIME seconds (default 0.2 on the host, 0.1 on a GPU) of
+//     samples, at most 5000. The case reports the MEDIAN sample: it runs as
+//     one Google Benchmark iteration (Iterations(1), UseManualTime) whose
+//     SetIterationTime is that median, so `real_time` in the JSON is the
+//     median as well; --benchmark_min_time has no effect,
+//     --benchmark_repetitions repeats the whole measurement. Index checking
+//     (GDN_CHECK_INDICES) is switched off.
+//   - Google Benchmark appends `/iterations:1/manual_time` to every name.
+//   - Counters: time_us (median), min_us, samples, bytes (the minimal bytes moved,
+//     each counted once: state read, and written where the kernel writes it;
+//     qkv, decay, beta, out; ring records written (verify) or read (fold),
+//     used elements only; index arrays), flops (fwd/verify: 7*Dk*Dv per token
+//     per value head, decay multiply + 3 FMAs per state element, FMA = 2;
+//     fold: 3*Dk*Dv per record per value head), GB/s, TFLOP/s,
+//     bw_frac = (bytes/time)/copy_bw and
+//     roofline_frac = max(bytes/copy_bw, flops/fp32_peak)/time.
+//   - copy_bw and fp32_peak are measured in the same run, before the cases
+//     (machine.cpp), and put in the JSON context next to the backend and
+//     device; copy_bw is measured again after the cases and printed, a check
+//     that the machine did not change under the run (shared hosts do).
+
+#include <benchmark/benchmark.h>
+
+#include <Kokkos_Core.hpp>
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <gdn/gdn.hpp>
+#include <string>
+#include <vector>
+
+#include "machine.hpp"
+
+namespace gdn_bench {
+namespace {
+
+using Exec = Kokkos::DefaultExecutionSpace;
+using Mem = Exec::memory_space;
+template <class T>
+using Pool = Kokkos::View<T****, Kokkos::LayoutRight, Mem>;  // state [slots, nv, Dk, Dv] or ring
+using Index = Kokkos::View<std::uint32_t*, Mem>;             // [B] or [B+1]
+using Table = Kokkos::View<std::uint32_t**, Mem>;            // [L, B]
+using Matrix = Kokkos::View<float**, Kokkos::LayoutRight, Mem>;
+
+constexpr int kNumKeyHeads = 16;
+constexpr int kNumValueHeads = 32;
+constexpr int kModelLayers = 36;  // GDN layers of a Qwen3-Next-80B-style model
+
+Machine g_machine;  // measured before the cases are registered
+
+// ---------------------------------------------------------------------------
+// Settings from the environment.
+double env_double(const char* name, double fallback) {
+  const char* v = std::getenv(name);
+  if (v == nullptr || *v == '\0') return fallback;
+  char* end = nullptr;
+  const double d = std::strtod(v, &end);
+  return (end != v && d > 0) ? d : fallback;
+}
+
+struct Settings {
+  int max_batch = 32;
+  double max_bytes = 8.0 * (1ull << 30);
+  double min_time = 0.2;
+  int min_samples = 10;
+  int max_samples = 5000;
+};
+
+Settings settings_for(const Machine& m) {
+  Settings s;
+  s.max_batch = static_cast<int>(env_double("GDN_BENCH_MAX_BATCH", m.host ? 32 : 512));
+  s.max_bytes = env_double("GDN_BENCH_MAX_GIB", m.host ? 8 : 100) * double(1ull << 30);
+  s.min_time = env_double("GDN_BENCH_MIN_TIME", m.host ? 0.2 : 0.1);
+  return s;
+}
+
+// ---------------------------------------------------------------------------
+// Random fill on the device: a counter-based hash, so any size and element type works.
+KOKKOS_INLINE_FUNCTION float unit_hash(std::uint64_t seed, std::uint64_t i) {
+  std::uint64_t z = seed + (i + 1) * 0x9E3779B97F4A7C15ull;  // splitmix64
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  z ^= z >> 31;
+  return static_cast<float>(z >> 40) * (1.0f / 16777216.0f);  // [0, 1)
+}
+
+KOKKOS_INLINE_FUNCTION void store(float& dst, float x) { dst = x; }
+KOKKOS_INLINE_FUNCTION void store(gdn::bf16& dst, float x) { dst = gdn::bf16(x); }
+KOKKOS_INLINE_FUNCTION float load(float x) { return x; }
+KOKKOS_INLINE_FUNCTION float load(gdn::bf16 x) { return static_cast<float>(x); }
+
+template <class T>
+struct FillUniform {
+  T* m_data;
+  float m_lo, m_span;
+  std::uint64_t m_seed;
+  KOKKOS_INLINE_FUNCTION void operator()(const std::int64_t i) const {
+    store(m_data[i], m_lo + m_span * unit_hash(m_seed, static_cast<std::uint64_t>(i)));
+  }
+};
+
+using BigRange = Kokkos::RangePolicy<Exec, Kokkos::IndexType<std::int64_t>>;
+
+template <class T>
+void fill_uniform(T* data, std::size_t n, float lo, float hi, std::uint64_t seed) {
+  Kokkos::parallel_for("gdn_bench::fill", BigRange(0, static_cast<std::int64_t>(n)),
+                       FillUniform<T>{data, lo, hi - lo, seed});
+}
+
+// Fold records: k, then u of every group position, then the decays (ring.hpp).
+struct FillRecords {
+  float* m_data;
+  std::int64_t m_stride;
+  int m_dk, m_u_end;  // [0, m_dk) key, [m_dk, m_u_end) delta factors, then decays
+  std::uint64_t m_seed;
+  KOKKOS_INLINE_FUNCTION void operator()(const std::int64_t i) const {
+    const int e = static_cast<int>(i % m_stride);
+    const float r = unit_hash(m_seed, static_cast<std::uint64_t>(i));
+    m_data[i] = e < m_dk ? -1.0f + 2.0f * r : (e < m_u_end ? -0.02f + 0.04f * r : 0.8f + 0.19f * r);
+  }
+};
+
+// Elements of [data, data + n) that are inf or NaN.
+template <class T>
+struct CountNonFinite {
+  const T* m_data;
+  KOKKOS_INLINE_FUNCTION void operator()(const std::int64_t i, long& bad) const {
+    const float x = load(m_data[i]);
+    if (!(x - x == 0.0f)) ++bad;
+  }
+};
+
+template <class T>
+long count_non_finite(const T* data, std::size_t n) {
+  long bad = 0;
+  Kokkos::parallel_reduce("gdn_bench::check", BigRange(0, static_cast<std::int64_t>(n)),
+                          CountNonFinite<T>{data}, bad);
+  return bad;
+}
+
+Index make_index(const std::vector<std::uint32_t>& v) {
+  Index d("gdn_bench::index", v.size());
+  auto h = Kokkos::create_mirror_view(d);
+  for (std::size_t i = 0; i < v.size(); ++i) h(i) = v[i];
+  Kokkos::deep_copy(d, h);
+  return d;
+}
+
+Table make_table(int rows, int cols) {  // entry (l, b) = l * cols + b
+  Table d("gdn_bench::table", rows, cols);
+  auto h = Kokkos::create_mirror_view(d);
+  for (int l = 0; l < rows; ++l)
+    for (int b = 0; b < cols; ++b) h(l, b) = static_cast<std::uint32_t>(l * cols + b);
+  Kokkos::deep_copy(d, h);
+  return d;
+}
+
+// ---------------------------------------------------------------------------
+// One case: its shape, the bytes and flops it must move and compute, its buffers' size.
+enum class Kernel { Fwd, Verify, Fold };
+
+struct Case {
+  Kernel kernel = Kernel::Fwd;
+  int dim = 128;  // Dk = Dv
+  bool bf16_state = false;
+  int batch = 1;
+  int window = 1;  // T: tokens per row (fwd, verify), accepted records per row (fold)
+  int layers = 1;  // fold only
+
+  gdn::HeadConfig cfg() const { return gdn::HeadConfig{kNumKeyHeads, kNumValueHeads, dim, dim}; }
+  double state_row_bytes() const {
+    return double(kNumValueHeads) * dim * dim * (bf16_state ? 2.0 : 4.0);
+  }
+  std::size_t record_elements() const {
+    return gdn::ring_record_elements(dim, dim, cfg().group_size());
+  }
+  std::size_t record_stride() const { return (record_elements() + 3) / 4 * 4; }  // 16-byte records
+  double tokens() const { return double(batch) * window; }
+  double token_bytes() const {  // qkv + decay + beta read, out written
+    return 4.0 * (double(cfg().conv_dim()) + 2.0 * kNumValueHeads + double(cfg().value_dim()));
+  }
+  double records() const { return double(layers) * batch * window * kNumKeyHeads; }
+
+  std::string name() const {
+    const char* k = kernel == Kernel::Fwd ? "fwd" : kernel == Kernel::Verify ? "verify" : "fold";
+    std::string n =
+        std::string(k) + "/D" + std::to_string(dim) + "/state:" + (bf16_state ? "bf16" : "float");
+    if (kernel == Kernel::Fold) n += "/L:" + std::to_string(layers);
+    return n + "/B:" + std::to_string(batch) + "/T:" + std::to_string(window);
+  }
+
+  double min_bytes() const {
+    const double idx = 4.0;
+    switch (kernel) {
+      case Kernel::Fwd:  // state read + written, tokens, offsets + slots
+        return 2.0 * batch * state_row_bytes() + tokens() * token_bytes() + idx * (2.0 * batch + 1);
+      case Kernel::Verify:  // state read, tokens, records written, offsets + slots + ring slots
+        return batch * state_row_bytes() + tokens() * token_bytes() +
+               records() * record_elements() * 4.0 + idx * (3.0 * batch + 1);
+      case Kernel::Fold:  // state read + written, records read, two tables + num_accepted
+      default:
+        return 2.0 * layers * batch * state_row_bytes() + records() * record_elements() * 4.0 +
+               idx * (2.0 * layers * batch + batch);
+    }
+  }
+  double flops() const {
+    const double per_head = double(dim) * dim;
+    if (kernel == Kernel::Fold)
+      return double(layers) * batch * window * kNumValueHeads * 3.0 * per_head;
+    return tokens() * kNumValueHeads * 7.0 * per_head;
+  }
+  double footprint() const {
+    const double ring = double(layers) * batch * kNumKeyHeads * window * record_stride() * 4.0;
+    switch (kernel) {
+      case Kernel::Fwd:
+        return batch * state_row_bytes() + tokens() * token_bytes();
+      case Kernel::Verify:
+        return batch * state_row_bytes() + tokens() * token_bytes() + ring;
+      case Kernel::Fold:
+      default:
+        return double(layers) * batch * state_row_bytes() + ring;
+    }
+  }
+};
+
+// ---------------------------------------------------------------------------
+// Timing: warm-up, then fenced samples; the median is the case's time.
+struct Timing {
+  double median = 0;
+  double min = 0;
+  int samples = 0;
+};
+
+template <class Call>
+Timing time_calls(const Settings& s, const Call& call) {
+  Exec space;
+  Kokkos::Timer warm;
+  for (int w = 0; w < 2 || warm.seconds() < 0.02; ++w) {
+    call();
+    space.fence();
+  }
+  std::vector<double> t;
+  double total = 0;
+  while (static_cast<int>(t.size()) < s.min_samples ||
+         (total < s.min_time && static_cast<int>(t.size()) < s.max_samples)) {
+    space.fence();
+    Kokkos::Timer timer;
+    call();
+    space.fence();
+    const double dt = timer.seconds();
+    t.push_back(dt);
+    total += dt;
+  }
+  std::sort(t.begin(), t.end());
+  const std::size_t n = t.size();
+  Timing r;
+  r.median = n % 2 ? t[n / 2] : 0.5 * (t[n / 2 - 1] + t[n / 2]);
+  r.min = t.front();
+  r.samples = static_cast<int>(n);
+  return r;
+}
+
+void report(benchmark::State& st, const Case& c, const Timing& t) {
+  const double bytes = c.min_bytes(), flops = c.flops();
+  const double roof = std::max(bytes / g_machine.copy_bw, flops / g_machine.fp32_peak);
+  st.counters["time_us"] = t.median * 1e6;
+  st.counters["min_us"] = t.min * 1e6;
+  st.counters["samples"] = t.samples;
+  st.counters["bytes"] = bytes;
+  st.counters["flops"] = flops;
+  st.counters["GB/s"] = bytes / t.median * 1e-9;
+  st.counters["TFLOP/s"] = flops / t.median * 1e-12;
+  st.counters["bw_frac"] = bytes / t.median / g_machine.copy_bw;
+  st.counters["roofline_frac"] = roof / t.median;
+}
+
+// ---------------------------------------------------------------------------
+// The per-token inputs and outputs of fwd and verify: every row `window` tokens.
+struct TokenBuffers {
+  Matrix qkv, decay, beta, out;  // [tokens, conv_dim], [tokens, nv] x 2, [tokens, value_dim]
+  Index offsets, slots;          // [B+1], [B]
+  gdn::TokenInputs<Mem> in;
+
+  explicit TokenBuffers(const Case& c) {
+    const gdn::HeadConfig cfg = c.cfg();
+    const std::size_t tokens = std::size_t(c.batch) * c.window;
+    const auto no_init = [](const std::string& label) {
+      return Kokkos::view_alloc(label, Kokkos::WithoutInitializing);
+    };
+    qkv = Matrix(no_init("gdn_bench::qkv"), tokens, cfg.conv_dim());
+    decay = Matrix(no_init("gdn_bench::decay"), tokens, cfg.num_value_heads);
+    beta = Matrix(no_init("gdn_bench::beta"), tokens, cfg.num_value_heads);
+    out = Matrix(no_init("gdn_bench::out"), tokens, cfg.value_dim());
+    fill_uniform(qkv.data(), qkv.size(), -1.0f, 1.0f, 11);
+    fill_uniform(decay.data(), decay.size(), 0.8f, 1.0f, 12);
+    fill_uniform(beta.data(), beta.size(), 0.05f, 0.95f, 13);
+    fill_uniform(out.data(), out.size(), -1.0f, 1.0f, 14);  // first touch
+    std::vector<std::uint32_t> off(c.batch + 1), sl(c.batch);
+    for (int b = 0; b <= c.batch; ++b) off[b] = static_cast<std::uint32_t>(b * c.window);
+    for (int b = 0; b < c.batch; ++b) sl[b] = static_cast<std::uint32_t>(b);
+    offsets = make_index(off);
+    slots = make_index(sl);
+    in.qkv = qkv;
+    in.decay = decay;
+    in.beta = beta;
+    in.row_offsets = offsets;
+  }
+};
+
+template <class StateT>
+Pool<StateT> make_state(std::size_t rows, int dim) {
+  Pool<StateT> s(Kokkos::view_alloc("gdn_bench::state", Kokkos::WithoutInitializing), rows,
+                 kNumValueHeads, dim, dim);
+  fill_uniform(s.data(), s.size(), -0.5f, 0.5f, 21);
+  return s;
+}
+
+std::string non_finite_message(long bad, const char* what) {
+  return std::to_string(bad) + " non-finite values in " + what + " after timing";
+}
+
+template <class StateT>
+void run_recurrence(benchmark::State& st, const Case& c, const Settings& s) {
+  const gdn::HeadConfig cfg = c.cfg();
+  TokenBuffers tok(c);
+  Pool<StateT> state = make_state<StateT>(c.batch, c.dim);  // [B, nv, Dk, Dv]
+  Pool<float> ring;                                         // [B, nk, RING_LEN = T, record_stride]
+  Index ring_slots;                                         // [B]
+  if (c.kernel == Kernel::Verify) {
+    ring = Pool<float>("gdn_bench::ring", c.batch, kNumKeyHeads, c.window, c.record_stride());
+    ring_slots = tok.slots;
+  }
+  Exec space;
+  space.fence();
+  Timing t;
+  for (auto _ : st) {
+    if (c.kernel == Kernel::Fwd) {
+      t = time_calls(s,
+                     [&] { gdn::recurrence_fwd(space, cfg, tok.in, tok.slots, state, tok.out); });
+    } else {
+      t = time_calls(s, [&] {
+        gdn::recurrence_verify_ring(space, cfg, tok.in, tok.slots, state, tok.out, ring_slots,
+                                    ring);
+      });
+    }
+    st.SetIterationTime(t.median);
+  }
+  report(st, c, t);
+  long bad = count_non_finite(tok.out.data(), tok.out.size());
+  if (bad) st.SkipWithError(non_finite_message(bad, "out").c_str());
+  bad = count_non_finite(state.data(), state.size());
+  if (bad) st.SkipWithError(non_finite_message(bad, "state").c_str());
+  if (c.kernel == Kernel::Verify && (bad = count_non_finite(ring.data(), ring.size())) != 0)
+    st.SkipWithError(non_finite_message(bad, "ring").c_str());
+}
+
+template <class StateT>
+void run_fold(benchmark::State& st, const Case& c, const Settings& s) {
+  const gdn::HeadConfig cfg = c.cfg();
+  const std::size_t rows = std::size_t(c.layers) * c.batch;
+  Pool<StateT> state = make_state<StateT>(rows, c.dim);  // [L*B, nv, Dk, Dv]
+  Pool<float> ring(Kokkos::view_alloc("gdn_bench::ring", Kokkos::WithoutInitializing), rows,
+                   kNumKeyHeads, c.window,
+                   c.record_stride());  // [L*B, nk, RING_LEN = T, record_stride]
+  const int g = cfg.group_size();
+  Kokkos::parallel_for("gdn_bench::fill_records",
+                       BigRange(0, static_cast<std::int64_t>(ring.size())),
+                       FillRecords{ring.data(), static_cast<std::int64_t>(c.record_stride()), c.dim,
+                                   c.dim + g * c.dim, 31});
+  const Table state_rows = make_table(c.layers, c.batch);  // [L, B]
+  const Table ring_rows = make_table(c.layers, c.batch);   // [L, B]
+  const Index accepted =
+      make_index(std::vector<std::uint32_t>(c.batch, static_cast<std::uint32_t>(c.window)));
+  Exec space;
+  space.fence();
+  Timing t;
+  for (auto _ : st) {
+    t = time_calls(
+        s, [&] { gdn::state_fold(space, cfg, state_rows, state, ring_rows, ring, accepted); });
+    st.SetIterationTime(t.median);
+  }
+  report(st, c, t);
+  const long bad = count_non_finite(state.data(), state.size());
+  if (bad) st.SkipWithError(non_finite_message(bad, "state").c_str());
+}
+
+void run_case(benchmark::State& st, const Case& c, const Settings& s) {
+  const bool fold = c.kernel == Kernel::Fold;
+  if (c.bf16_state) {
+    fold ? run_fold<gdn::bf16>(st, c, s) : run_recurrence<gdn::bf16>(st, c, s);
+  } else {
+    fold ? run_fold<float>(st, c, s) : run_recurrence<float>(st, c, s);
+  }
+}
+
+// ---------------------------------------------------------------------------
+void register_cases(const Settings& s) {
+  const int batches[] = {1, 8, 32, 128, 256, 512};
+  const int windows[] = {1, 2, 4, 8};
+  struct Variant {
+    Kernel kernel;
+    int layers;
+  };
+  const Variant variants[] = {
+      {Kernel::Fwd, 1}, {Kernel::Verify, 1}, {Kernel::Fold, 1}, {Kernel::Fold, kModelLayers}};
+  int skipped = 0;
+  for (const Variant& v : variants)
+    for (int dim : {128, 64})
+      for (bool bf16_state : {false, true})
+        for (int batch : batches)
+          for (int window : windows) {
+            if (batch > s.max_batch) continue;
+            Case c;
+            c.kernel = v.kernel;
+            c.layers = v.layers;
+            c.dim = dim;
+            c.bf16_state = bf16_state;
+            c.batch = batch;
+            c.window = window;
+            if (c.footprint() > s.max_bytes) {
+              std::printf("gdn_bench: skipped %s (%.1f GiB of buffers > GDN_BENCH_MAX_GIB)\n",
+                          c.name().c_str(), c.footprint() / double(1ull << 30));
+              ++skipped;
+              continue;
+            }
+            benchmark::RegisterBenchmark(c.name().c_str(),
+                                         [c, s](benchmark::State& st) { run_case(st, c, s); })
+                ->Iterations(1)
+                ->UseManualTime()
+                ->Unit(benchmark::kMicrosecond);
+          }
+  if (skipped) std::printf("gdn_bench: %d cases skipped for memory\n", skipped);
+}
+
+std::string fmt(const char* f, double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, f, v);
+  return buf;
+}
+
+}  // namespace
+}  // namespace gdn_bench
+
+int main(int argc, char** argv) {
+  Kokkos::initialize(argc, argv);
+  int rc = 0;
+  {
+    using namespace gdn_bench;
+    // Kokkos 3 leaves its --kokkos-* arguments in argv; Google Benchmark would reject them.
+    int kept = 1;
+    for (int i = 1; i < argc; ++i) {
+      if (std::string(argv[i]).compare(0, 9, "--kokkos-") != 0) argv[kept++] = argv[i];
+    }
+    argc = kept;
+    benchmark::Initialize(&argc, argv);
+    if (benchmark::ReportUnrecognizedArguments(argc, argv)) {
+      rc = 1;
+    } else {
+      gdn::set_index_checking(false);
+      g_machine = measure_machine();
+      const Settings s = settings_for(g_machine);
+      const Machine& m = g_machine;
+      benchmark::AddCustomContext("backend", m.backend);
+      benchmark::AddCustomContext("device", m.device);
+      benchmark::AddCustomContext("concurrency", std::to_string(m.concurrency));
+      benchmark::AddCustomContext("copy_bw", fmt("%.6g", m.copy_bw));
+      benchmark::AddCustomContext("copy_buffer_bytes", fmt("%.0f", m.copy_bytes));
+      benchmark::AddCustomContext("fp32_peak", fmt("%.6g", m.fp32_peak));
+      benchmark::AddCustomContext("fp32_peak_method", m.fp32_peak_method);
+      benchmark::AddCustomContext("fp32_peak_measured", fmt("%.6g", m.fp32_peak_measured));
+      benchmark::AddCustomContext("kokkos_version", std::to_string(KOKKOS_VERSION / 10000) + "." +
+                                                        std::to_string(KOKKOS_VERSION / 100 % 100) +
+                                                        "." + std::to_string(KOKKOS_VERSION % 100));
+      benchmark::AddCustomContext("gdn_version", GDN_VERSION_STRING);
+      benchmark::AddCustomContext("max_batch", std::to_string(s.max_batch));
+      benchmark::AddCustomContext("min_time_s", fmt("%g", s.min_time));
+      benchmark::AddCustomContext("timing",
+                                  "median of fenced calls (warm-up first); see perf/bench_gdn.cpp");
+      std::printf("gdn_bench: backend %s (concurrency %d), device %s\n", m.backend.c_str(),
+                  m.concurrency, m.device.c_str());
+      std::printf("gdn_bench: copy_bw %.1f GB/s (deep_copy of %.0f MiB, read + write, median)\n",
+                  m.copy_bw * 1e-9, m.copy_bytes / double(1 << 20));
+      std::printf("gdn_bench: fp32_peak %.1f GFLOP/s (%s); fma microkernel %.1f GFLOP/s\n",
+                  m.fp32_peak * 1e-9, m.fp32_peak_method.c_str(), m.fp32_peak_measured * 1e-9);
+      std::fflush(stdout);
+      register_cases(s);
+      if (benchmark::RunSpecifiedBenchmarks() > 0) {
+        // A drift check: the fractions above use the copy_bw measured before the cases.
+        std::printf("gdn_bench: copy_bw after the cases %.1f GB/s (before: %.1f GB/s)\n",
+                    measure_copy_bw(m.host) * 1e-9, m.copy_bw * 1e-9);
+      }
+    }
+    benchmark::Shutdown();
+  }
+  Kokkos::finalize();
+  return rc;
+}

@@ -1,0 +1,214 @@
+// Copy bandwidth and FP32 peak of the default execution space (see machine.hpp).
+//
+// copy_bw: Kokkos::deep_copy between two views of the default memory space
+// (GPU: 2 x 2 GiB, host: 2 x 512 MiB), first touched by a fill, two warm-up
+// copies, then the median of several timed copies; bytes = 2 x buffer size
+// (read + write; a write-allocate cache's extra read is not counted).
+//
+// fp32_peak: on CUDA, SMs x FP32 lanes per SM x 2 flop x peak clock, from the
+// CUDA runtime (cudaDevAttrClockRate; cudaDeviceProp::clockRate is gone in
+// CUDA 13). Everywhere else it is measured: every thread of the default space
+// runs many independent fma chains (the compiler vectorises the chains of one
+// thread), for several chain counts, and the best median is taken. The
+// microkernel is run on the GPU too and reported as fp32_peak_measured, a
+// sanity check of the formula.
+
+#include "machine.hpp"
+
+#include <Kokkos_Core.hpp>
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <fstream>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#if defined(KOKKOS_ENABLE_CUDA)
+#include <cuda_runtime_api.h>
+#endif
+
+#if defined(__CUDA_ARCH__)
+#define GDN_BENCH_UNROLL _Pragma("unroll")
+#else
+#define GDN_BENCH_UNROLL
+#endif
+
+namespace gdn_bench {
+namespace {
+
+using Exec = Kokkos::DefaultExecutionSpace;
+using Mem = Exec::memory_space;
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const std::size_t n = v.size();
+  return n == 0 ? 0.0 : (n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]));
+}
+
+KOKKOS_INLINE_FUNCTION float fma_f(float a, float b, float c) {
+#if defined(__CUDA_ARCH__)
+  return fmaf(a, b, c);
+#else
+  return std::fma(a, b, c);
+#endif
+}
+
+// N independent fma chains per work item; the sum keeps them alive.
+template <int N>
+struct FmaChains {
+  Kokkos::View<float*, Mem> m_sink;  // [items]
+  long m_iters = 0;
+  float m_mul = 0.9999f;
+  float m_add = 1e-4f;  // fixed point 1: the chains neither overflow nor go subnormal
+
+  KOKKOS_INLINE_FUNCTION void operator()(const int item) const {
+    float a[N];
+    GDN_BENCH_UNROLL
+    for (int k = 0; k < N; ++k) a[k] = 1.0f + 1e-3f * static_cast<float>(k + item % 7);
+    for (long it = 0; it < m_iters; ++it) {
+      GDN_BENCH_UNROLL
+      for (int k = 0; k < N; ++k) a[k] = fma_f(a[k], m_mul, m_add);
+    }
+    float s = 0.0f;
+    GDN_BENCH_UNROLL
+    for (int k = 0; k < N; ++k) s += a[k];
+    m_sink(item) = s;
+  }
+};
+
+// FLOP/s of FmaChains<N> over `items` work items with `flop_per_item` flops each (median of 5).
+template <int N>
+double fma_rate(int items, double flop_per_item) {
+  FmaChains<N> f;
+  f.m_sink = Kokkos::View<float*, Mem>("gdn_bench::fma_sink", items);
+  f.m_iters = std::max(1L, static_cast<long>(flop_per_item / (2.0 * N)));
+  const double flops = 2.0 * N * static_cast<double>(f.m_iters) * items;
+  Exec space;
+  Kokkos::RangePolicy<Exec> policy(space, 0, items);
+  Kokkos::parallel_for("gdn_bench::fma_chains", policy, f);  // warm-up
+  space.fence();
+  std::vector<double> t;
+  for (int r = 0; r < 5; ++r) {
+    space.fence();
+    Kokkos::Timer timer;
+    Kokkos::parallel_for("gdn_bench::fma_chains", policy, f);
+    space.fence();
+    t.push_back(timer.seconds());
+  }
+  return flops / median(t);
+}
+
+double measured_fp32_peak(bool host, int concurrency) {
+  if (host) {
+    // One item per thread; 16 zmm (or 32 ymm) chains cover FMA latency x ports.
+    const int items = concurrency;
+    const double per_item = 4e9;
+    return std::max({fma_rate<64>(items, per_item), fma_rate<128>(items, per_item),
+                     fma_rate<256>(items, per_item)});
+  }
+  const int items = 4 * concurrency;  // a few waves of resident threads
+  const double per_item = 2e12 / items;
+  return std::max(fma_rate<8>(items, per_item), fma_rate<16>(items, per_item));
+}
+
+std::size_t copy_buffer_bytes(bool host) {
+  return host ? (std::size_t(512) << 20) : (std::size_t(2) << 30);
+}
+
+}  // namespace
+
+double measure_copy_bw(bool host) {
+  const std::size_t bytes = copy_buffer_bytes(host);
+  const std::size_t n = bytes / sizeof(float);
+  Kokkos::View<float*, Mem> src(
+      Kokkos::view_alloc("gdn_bench::copy_src", Kokkos::WithoutInitializing), n);
+  Kokkos::View<float*, Mem> dst(
+      Kokkos::view_alloc("gdn_bench::copy_dst", Kokkos::WithoutInitializing), n);
+  Kokkos::deep_copy(src, 1.0f);  // first touch
+  Kokkos::deep_copy(dst, 0.0f);
+  Exec space;
+  space.fence();
+  for (int w = 0; w < 2; ++w) Kokkos::deep_copy(dst, src);
+  space.fence();
+  std::vector<double> t;
+  for (int r = 0; r < 11; ++r) {
+    space.fence();
+    Kokkos::Timer timer;
+    Kokkos::deep_copy(dst, src);
+    space.fence();
+    t.push_back(timer.seconds());
+  }
+  return 2.0 * static_cast<double>(bytes) / median(t);
+}
+
+namespace {
+
+std::string cpu_model() {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.compare(0, 10, "model name") == 0) {
+      const std::size_t colon = line.find(':');
+      if (colon != std::string::npos) {
+        std::size_t b = line.find_first_not_of(" \t", colon + 1);
+        return b == std::string::npos ? std::string("unknown CPU") : line.substr(b);
+      }
+    }
+  }
+  return "unknown CPU";
+}
+
+#if defined(KOKKOS_ENABLE_CUDA)
+// FP32 lanes per SM: 64 on sm_60, sm_70/72/75 and sm_80 (A100), 128 on the others
+// from Maxwell on (sm_61, sm_86/89, sm_90 H100/H200, sm_100/120).
+int fp32_lanes_per_sm(int major, int minor) {
+  if ((major == 6 && minor == 0) || major == 7 || (major == 8 && minor == 0)) return 64;
+  return 128;
+}
+
+bool cuda_peak(Machine& m) {
+  const int dev = Kokkos::Cuda().cuda_device();
+  cudaDeviceProp prop;
+  if (cudaGetDeviceProperties(&prop, dev) == cudaSuccess) m.device = prop.name;
+  int sms = 0, khz = 0, major = 0, minor = 0;
+  if (cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess ||
+      cudaDeviceGetAttribute(&khz, cudaDevAttrClockRate, dev) != cudaSuccess ||
+      cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess ||
+      cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev) != cudaSuccess ||
+      sms <= 0 || khz <= 0) {
+    return false;
+  }
+  const int lanes = fp32_lanes_per_sm(major, minor);
+  m.fp32_peak = double(sms) * lanes * 2.0 * double(khz) * 1e3;
+  m.fp32_peak_method = std::to_string(sms) + " SMs x " + std::to_string(lanes) +
+                       " FP32 lanes x 2 flop x " + std::to_string(khz / 1000) + " MHz (sm_" +
+                       std::to_string(major) + std::to_string(minor) + ", cudaDevAttrClockRate)";
+  return true;
+}
+#endif
+
+}  // namespace
+
+Machine measure_machine() {
+  Machine m;
+  m.backend = Exec::name();
+  m.concurrency = Exec().concurrency();  // static in Kokkos 3, a member in 4
+  m.host = Kokkos::SpaceAccessibility<Kokkos::HostSpace, Mem>::accessible;
+  m.device = m.host ? cpu_model() : std::string("unknown device");
+  m.copy_bytes = static_cast<double>(copy_buffer_bytes(m.host));
+  m.copy_bw = measure_copy_bw(m.host);
+  m.fp32_peak_measured = measured_fp32_peak(m.host, m.concurrency);
+  bool computed = false;
+#if defined(KOKKOS_ENABLE_CUDA)
+  if (std::is_same<Exec, Kokkos::Cuda>::value) computed = cuda_peak(m);
+#endif
+  if (!computed) {
+    m.fp32_peak = m.fp32_peak_measured;
+    m.fp32_peak_method =
+        "measured: independent fma chains on " + std::to_string(m.concurrency) + " threads";
+  }
+  return m;
+}
+
+}  // namespace gdn_bench

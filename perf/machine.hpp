@@ -1,0 +1,34 @@
+#ifndef GDN_PERF_MACHINE_HPP
+#define GDN_PERF_MACHINE_HPP
+
+// The two limits every benchmark result is divided by, measured (or, for the
+// GPU's FP32 peak, computed) in the same run as the benchmarks themselves.
+// See bench_gdn.cpp for the method.
+
+#include <string>
+
+namespace gdn_bench {
+
+struct Machine {
+  std::string backend;    // Kokkos::DefaultExecutionSpace::name()
+  std::string device;     // GPU name, or the CPU model on the host
+  int concurrency = 0;    // threads (host) or resident threads (GPU) of the default space
+  bool host = true;       // the default memory space is host memory
+  double copy_bw = 0;     // bytes/s of a large deep_copy, read + write counted, median
+  double copy_bytes = 0;  // size of one copy buffer (bytes)
+  double fp32_peak = 0;   // FLOP/s used as the compute roof
+  std::string fp32_peak_method;
+  double fp32_peak_measured = 0;  // FLOP/s of the FMA-chain microkernel (always measured)
+};
+
+/// Measure the default execution space's copy bandwidth and FP32 FMA peak.
+/// Needs Kokkos to be initialized; allocates and frees its own buffers.
+Machine measure_machine();
+
+/// The copy bandwidth measurement alone (bytes/s), e.g. again after the benchmarks as a drift
+/// check.
+double measure_copy_bw(bool host);
+
+}  // namespace gdn_bench
+
+#endif  // GDN_PERF_MACHINE_HPP
