@@ -1,58 +1,76 @@
 #!/usr/bin/env bash
 # Everything the GPU machine does, in one command (the device tool runs it in
 # the repository root with the patched Kokkos tarball carried in .deps/):
-#   bash scripts/gpu_run.sh [--tests] [--sanitize] [--bench REGEX] [--ncu REGEX]
-# --tests      ctest -L cuda (CUDA test suite + install consumer)
-# --sanitize   compute-sanitizer memcheck and racecheck over the CUDA tests
-#              (GDN_SANITIZE_FILTER selects a gtest subset, default all)
-# --bench RE   gdn_bench --benchmark_filter=RE; results as JSON + markdown
-# --ncu RE     ncu (clocks untouched) on the first benchmark matching RE
-# Logs and results go to $OUT (default ./out). Prints a short summary last.
+#   bash scripts/gpu_run.sh [--bench REGEX] [--tests] [--variant NAME:FLAGS]... [--sanitize] [--ncu REGEX]
+# Steps run in this order, each logged under $OUT (default ./out):
+#   --bench RE     gdn_bench --benchmark_filter=RE -> bench_cuda.{json,md,txt}
+#   --tests        ctest -L cuda (CUDA test suite + install consumer)
+#   --variant N:F  rebuild library + bench with extra compile flags F (mapping
+#                  knobs of include/gdn/impl/mapping.hpp) and rerun the bench
+#                  filter -> bench_N.{json,txt}
+#   --sanitize     compute-sanitizer memcheck and racecheck over the CUDA tests
+#                  (GDN_SANITIZE_FILTER selects a gtest subset, default all)
+#   --ncu RE       ncu (clocks untouched) on the first gdn kernel of the first
+#                  benchmark matching RE
+# A summary line per step is printed as it completes (and kept in summary.txt).
 source "$(dirname "$0")/lib.sh"
 OUT=${OUT:-$GDN_ROOT/out}
 mkdir -p "$OUT"
 do_tests=0 do_san=0 bench="" ncu_re=""
+variants=()
 while [ $# -gt 0 ]; do
   case $1 in
     --tests) do_tests=1 ;;
     --sanitize) do_san=1 ;;
     --bench) bench=$2; shift ;;
+    --variant) variants+=("$2"); shift ;;
     --ncu) ncu_re=$2; shift ;;
     *) log "unknown option $1"; exit 2 ;;
   esac
   shift
 done
-summary=()
-t0=$SECONDS
+say() { echo "[$((SECONDS))s] $*" | tee -a "$OUT/summary.txt"; }
+bench_table() { grep -E '^(fwd|verify|fold)' "$1" | sed 's|/iterations:1/manual_time||' | awk '{printf "%-44s", $1; for (i=2;i<=NF;i++) if ($i ~ /^(time_us|GB\/s|bw_frac|roofline_frac)=/) printf " %s", $i; print ""}'; }
+run_bench() {  # dir name
+  "$1/perf/gdn_bench" --benchmark_filter="$bench" --benchmark_out="$OUT/bench_$2.json" \
+    --benchmark_out_format=json --benchmark_counters_tabular=false > "$OUT/bench_$2.txt" 2>&1 || say "gdn_bench ($2) failed"
+  bench_table "$OUT/bench_$2.txt" | tee -a "$OUT/summary.txt"
+}
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,memory.total --format=csv > "$OUT/gpu.txt" 2>&1 || true
 kokkos=$(kokkos_prefix cuda)
-summary+=("kokkos bootstrap+build: $((SECONDS - t0)) s")
-t1=$SECONDS
+say "kokkos ready"
 dir=$(configure_and_build cuda "$kokkos" -DGDN_ENABLE_TESTS=ON -DGDN_ENABLE_EXAMPLES=ON -DGDN_ENABLE_BENCHMARKS=ON 2>"$OUT/build.log")
-summary+=("gdn build: $((SECONDS - t1)) s")
-if [ "$do_tests" = 1 ]; then
-  if (cd "$dir" && ctest -L cuda --output-on-failure) > "$OUT/ctest_cuda.log" 2>&1; then r=pass; else r=FAIL; fi
-  summary+=("ctest -L cuda: $r ($(grep -E 'tests passed|tests failed' "$OUT/ctest_cuda.log" | tail -1))")
-  "$dir/tests/gdn_tests_cuda" --gtest_brief=1 > "$OUT/gtest_cuda.log" 2>&1 || true
-  summary+=("gtest: $(grep -E '^\[  (PASSED|FAILED) ' "$OUT/gtest_cuda.log" | tr '\n' ' ')")
+say "gdn built"
+if [ -n "$bench" ]; then
+  run_bench "$dir" cuda
+  python3 "$GDN_ROOT/perf/render.py" "$OUT/bench_cuda.json" "$OUT/bench_cuda.md" >/dev/null 2>&1 || true
+  grep -E 'copy|peak' "$OUT/bench_cuda.txt" | head -4 | tee -a "$OUT/summary.txt"
 fi
+if [ "$do_tests" = 1 ]; then
+  (cd "$dir" && ctest -L cuda --output-on-failure) > "$OUT/ctest_cuda.log" 2>&1 && r=pass || r=FAIL
+  say "ctest -L cuda: $r: $(grep -E 'tests passed|tests failed' "$OUT/ctest_cuda.log" | tail -1)"
+  "$dir/tests/gdn_tests_cuda" > "$OUT/gtest_cuda.log" 2>&1 || true
+  say "gtest: $(grep -E '^\[  (PASSED|FAILED) |^\[==========\] [0-9]+ tests' "$OUT/gtest_cuda.log" | tr '\n' ' ')"
+fi
+for v in "${variants[@]}"; do
+  name=${v%%:*} flags=${v#*:}
+  vdir=$(configure_and_build "cuda-$name" "$kokkos" -DGDN_ENABLE_TESTS=OFF -DGDN_ENABLE_EXAMPLES=OFF \
+    -DGDN_ENABLE_BENCHMARKS=ON "-DCMAKE_CXX_FLAGS=$flags" 2>"$OUT/build_$name.log") || { say "variant $name: build failed"; continue; }
+  say "variant $name ($flags)"
+  run_bench "$vdir" "$name"
+done
 if [ "$do_san" = 1 ]; then
   f=${GDN_SANITIZE_FILTER:-*}
   for tool in memcheck racecheck; do
     compute-sanitizer --tool $tool --error-exitcode 7 "$dir/tests/gdn_tests_cuda" --gtest_brief=1 \
       --gtest_filter="$f" > "$OUT/sanitizer_$tool.log" 2>&1 && r=clean || r="FAIL($?)"
-    summary+=("compute-sanitizer $tool: $r; $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$OUT/sanitizer_$tool.log" | tail -1)")
+    say "compute-sanitizer $tool: $r; $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|PASSED|FAILED' "$OUT/sanitizer_$tool.log" | tail -2 | tr '\n' ' ')"
   done
-fi
-if [ -n "$bench" ]; then
-  "$dir/perf/gdn_bench" --benchmark_filter="$bench" --benchmark_out="$OUT/bench_cuda.json" \
-    --benchmark_out_format=json > "$OUT/bench_cuda.txt" 2>&1 || summary+=("gdn_bench failed")
-  python3 "$GDN_ROOT/perf/render.py" "$OUT/bench_cuda.json" "$OUT/bench_cuda.md" || true
 fi
 if [ -n "$ncu_re" ]; then
   ncu --clock-control none --set full -k regex:gdn --launch-count 1 -o "$OUT/ncu" \
-    "$dir/perf/gdn_bench" --benchmark_filter="$ncu_re" --benchmark_min_time=0.01 > "$OUT/ncu.log" 2>&1 || true
+    "$dir/perf/gdn_bench" --benchmark_filter="$ncu_re" > "$OUT/ncu.log" 2>&1 || true
   ncu --import "$OUT/ncu.ncu-rep" --page details > "$OUT/ncu_details.txt" 2>&1 || true
+  say "ncu: $(grep -cE 'Duration|Throughput' "$OUT/ncu_details.txt") lines of metrics"
 fi
-printf '%s\n' "${summary[@]}"
-[ -z "$bench" ] || grep -E '^(fwd|verify|fold|copy)' "$OUT/bench_cuda.txt" | cut -c1-160 | tail -60
+say "done"

@@ -62,19 +62,38 @@ struct FoldMapping {
 };
 
 #if defined(KOKKOS_ENABLE_CUDA)
-/// CUDA: 8 lanes split the rows of 4 columns (a warp covers 16 columns), so a
-/// lane holds (Dk/8) x 4 state values in registers; 8 lane groups per team
-/// cover a 32-column tile.
+// Tuning knobs of the CUDA mapping (compile-time; the defaults are the
+// measured best on the H200, see docs/performance.md).
+#ifndef GDN_CUDA_ROW_LANES
+#define GDN_CUDA_ROW_LANES 8
+#endif
+#ifndef GDN_CUDA_COLS_PER_LANE
+#define GDN_CUDA_COLS_PER_LANE 4
+#endif
+#ifndef GDN_CUDA_LANE_GROUPS
+#define GDN_CUDA_LANE_GROUPS 8
+#endif
+#ifndef GDN_CUDA_MIN_TEAMS
+#define GDN_CUDA_MIN_TEAMS 8
+#endif
+#ifndef GDN_CUDA_CHUNK_TOKENS
+#define GDN_CUDA_CHUNK_TOKENS 8
+#endif
+/// CUDA: `row_lanes` lanes split the rows of `cols_per_lane` columns; with the
+/// defaults (8 x 4) a warp covers 16 columns and a lane holds (Dk/8) x 4
+/// state values in registers; 8 lane groups per team cover a 32-column tile.
 template <>
 struct RecurrenceMapping<Kokkos::Cuda> {
-  static constexpr int row_lanes = 8;
-  static constexpr int cols_per_lane = 4;
-  static constexpr int team_threads = 8;
+  static constexpr int row_lanes = GDN_CUDA_ROW_LANES;
+  static constexpr int cols_per_lane = GDN_CUDA_COLS_PER_LANE;
+  static constexpr int team_threads = GDN_CUDA_LANE_GROUPS;
   static constexpr int row_accumulators = 1;
   static constexpr int norm_accumulators = 1;
-  static constexpr int chunk_tokens = 8;
-  static constexpr int min_teams_per_sm = 8;
+  static constexpr int chunk_tokens = GDN_CUDA_CHUNK_TOKENS;
+  static constexpr int min_teams_per_sm = GDN_CUDA_MIN_TEAMS;
   using schedule = Kokkos::Schedule<Kokkos::Static>;
+  static_assert(row_lanes >= 1 && row_lanes <= 32 && (row_lanes & (row_lanes - 1)) == 0,
+                "GDN_CUDA_ROW_LANES must be a power of two <= 32");
 };
 
 template <>
