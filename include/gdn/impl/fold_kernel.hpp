@@ -33,7 +33,7 @@ namespace Impl {
 
 template <class ExecSpace, class StateT, class RingT, int Dk>
 struct FoldKernel {
-  using Map = FoldMapping<ExecSpace>;
+  using Map = FoldMapping<ExecSpace, StateT>;
   using MemSpace = typename ExecSpace::memory_space;
   using Policy = Kokkos::TeamPolicy<ExecSpace, typename Map::schedule,
                                     Kokkos::LaunchBounds<Map::team_threads, Map::min_teams_per_sm>>;
@@ -47,6 +47,7 @@ struct FoldKernel {
   static constexpr int kItems = kTileRows * kItemsPerRow / Map::team_threads;  // per thread
   static constexpr int kChunk = Map::chunk_records;
   static_assert(Dk % kVec == 0 && Dk % kTileRows == 0, "fold mapping must tile the state");
+  static_assert((kChunk * kTileRows) % 4 == 0 && Dk % 4 == 0, "staged records must stay 16-byte aligned");
   static_assert((kTileRows * kItemsPerRow) % Map::team_threads == 0, "fold items must divide evenly");
 
   Kokkos::View<const std::uint32_t**, MemSpace> m_state_rows;       // [L, B]
@@ -59,7 +60,8 @@ struct FoldKernel {
   int m_group = 1;
   int m_ring_len = 0;
 
-  KOKKOS_INLINE_FUNCTION static constexpr int scratch_floats() { return kChunk * (kTileRows + Dk + 1); }
+  // +4: room to align the staging arrays to 16 bytes.
+  KOKKOS_INLINE_FUNCTION static constexpr int scratch_floats() { return kChunk * (kTileRows + Dk + 1) + 4; }
   KOKKOS_INLINE_FUNCTION static constexpr int tiles_per_head() { return Dk / kTileRows; }
 
   KOKKOS_INLINE_FUNCTION void operator()(const Member& team) const {
@@ -89,7 +91,8 @@ struct FoldKernel {
     }
 
     ScratchView scratch(team.team_scratch(0), scratch_floats());
-    float* const sk = scratch.data();          // [chunk, rows_per_team]
+    float* const sk = reinterpret_cast<float*>((reinterpret_cast<std::uintptr_t>(scratch.data()) + 15) &
+                                               ~std::uintptr_t(15));  // [chunk, rows_per_team]
     float* const su = sk + kChunk * kTileRows; // [chunk, Dv]
     float* const sd = su + kChunk * Dk;        // [chunk]
     for (int p0 = 0; p0 < n; p0 += kChunk) {
@@ -112,7 +115,8 @@ struct FoldKernel {
         for (int p = 0; p < np; ++p) {
           const float kval = sk[p * kTileRows + i];
           const float dec = sd[p];
-          const float* u = su + p * Dk + j;
+          float u[kVec];
+          load_scratch<kVec>(su + p * Dk + j, u);
           GDN_UNROLL
           for (int c = 0; c < kVec; ++c) s[it][c] = delta_update(kval, u[c], decay_state(s[it][c], dec));
         }
