@@ -67,6 +67,8 @@ struct RecurrenceMapping {
   static constexpr int norm_accumulators = 16;  ///< partial sums for the q/k norms
   static constexpr int chunk_tokens = 16;       ///< tokens staged per team barrier
   static constexpr int stage_pad = 0;           ///< floats after each lane's block of staged rows
+  static constexpr bool contiguous_rows = true; ///< lane l owns rows [l*R, (l+1)*R) (else r*lanes + l)
+  static constexpr bool reduce_scatter = true;  ///< lane sums by reduce-scatter/all-gather (else butterfly)
   static constexpr bool persistent = false;     ///< one team per work item
   static constexpr int min_teams_per_sm = 1;    ///< launch bound (GPU only)
   using schedule = Kokkos::Schedule<Kokkos::Dynamic>;
@@ -102,8 +104,17 @@ struct FoldMapping {
 #ifndef GDN_CUDA_CHUNK_TOKENS
 #define GDN_CUDA_CHUNK_TOKENS 8
 #endif
+#ifndef GDN_CUDA_ROW_ACC
+#define GDN_CUDA_ROW_ACC 1
+#endif
 #ifndef GDN_CUDA_PERSISTENT
 #define GDN_CUDA_PERSISTENT 1
+#endif
+#ifndef GDN_CUDA_CONTIGUOUS_ROWS
+#define GDN_CUDA_CONTIGUOUS_ROWS 1
+#endif
+#ifndef GDN_CUDA_REDUCE_SCATTER
+#define GDN_CUDA_REDUCE_SCATTER 1
 #endif
 #ifndef GDN_CUDA_FOLD_ROWS
 #define GDN_CUDA_FOLD_ROWS 32
@@ -124,10 +135,13 @@ struct RecurrenceMapping<Kokkos::Cuda> {
   static constexpr int row_lanes = GDN_CUDA_ROW_LANES;
   static constexpr int cols_per_lane = GDN_CUDA_COLS_PER_LANE;
   static constexpr int team_threads = GDN_CUDA_LANE_GROUPS;
-  static constexpr int row_accumulators = 1;
-  static constexpr int norm_accumulators = 1;
+  static constexpr int row_accumulators = GDN_CUDA_ROW_ACC;
+  static constexpr int norm_accumulators = GDN_CUDA_ROW_ACC;
   static constexpr int chunk_tokens = GDN_CUDA_CHUNK_TOKENS;
-  static constexpr int stage_pad = 4;  // staged rows of lane l start at l*(rows+4): conflict-free 16-byte reads
+  static constexpr bool contiguous_rows = GDN_CUDA_CONTIGUOUS_ROWS != 0;
+  // contiguous rows: staged rows of lane l start at l*(rows+4), conflict-free 16-byte reads
+  static constexpr int stage_pad = contiguous_rows ? 4 : 0;
+  static constexpr bool reduce_scatter = GDN_CUDA_REDUCE_SCATTER != 0;
   static constexpr bool persistent = GDN_CUDA_PERSISTENT != 0;
   static constexpr int min_teams_per_sm = GDN_CUDA_MIN_TEAMS;
   using schedule = Kokkos::Schedule<Kokkos::Static>;
@@ -215,13 +229,13 @@ __device__ __forceinline__ void all_gather(float (&w)[C], unsigned mask, int lan
 
 /// Sum each column of `v` over the lanes of the group; every lane ends with
 /// every column's total (the same bits in every lane). A no-op for one lane.
-template <int Lanes, int C>
+template <int Lanes, int C, bool RS = true>
 KOKKOS_FORCEINLINE_FUNCTION void lane_allreduce(float (&v)[C]) {
 #if defined(__CUDA_ARCH__)
   if constexpr (Lanes > 1) {
     const unsigned mask = lane_group_mask<Lanes>();
     const int lane = static_cast<int>(threadIdx.x);
-    if constexpr (Lanes >= C) {
+    if constexpr (RS && Lanes >= C) {
       int col = 0;
       reduce_scatter<Lanes, C, Lanes / 2, C>(v, mask, lane, col);
       all_gather<Lanes, 1, C>(v, mask, lane);
@@ -241,10 +255,10 @@ KOKKOS_FORCEINLINE_FUNCTION void lane_allreduce(float (&v)[C]) {
 /// Sum each column of `v` over the lanes of the group, then call
 /// `f(column, total)` exactly once per column (from one lane of the group).
 /// `v` is clobbered.
-template <int Lanes, int C, class F>
+template <int Lanes, int C, bool RS, class F>
 KOKKOS_FORCEINLINE_FUNCTION void lane_reduce_each(float (&v)[C], const F& f) {
 #if defined(__CUDA_ARCH__)
-  if constexpr (Lanes > 1 && Lanes >= C) {
+  if constexpr (RS && Lanes > 1 && Lanes >= C) {
     const unsigned mask = lane_group_mask<Lanes>();
     const int lane = static_cast<int>(threadIdx.x);
     int col = 0;
@@ -252,7 +266,7 @@ KOKKOS_FORCEINLINE_FUNCTION void lane_reduce_each(float (&v)[C], const F& f) {
     if ((lane & (Lanes / C - 1)) == 0) f(col, v[0]);
     return;
   } else {
-    lane_allreduce<Lanes, C>(v);
+    lane_allreduce<Lanes, C, RS>(v);
     GDN_UNROLL
     for (int c = 0; c < C; ++c)
       if (c % Lanes == static_cast<int>(threadIdx.x)) f(c, v[c]);

@@ -67,6 +67,20 @@ struct RecurrenceKernel {
   static constexpr int kLaneBlock = kRows + Map::stage_pad;  // staged floats per lane
   static constexpr int kStage = kLanes * kLaneBlock;         // staged floats per token (k or q)
   static constexpr int kScalars = 4;                         // decay, beta, qf, kinv
+  static constexpr bool kContig = Map::contiguous_rows;
+  static constexpr int kRowStride = kContig ? 1 : kLanes;   // staged distance between a lane's rows
+  static constexpr bool kRS = Map::reduce_scatter;
+
+  // The state row of this lane's r-th row, and where staged row i lives.
+  KOKKOS_INLINE_FUNCTION static constexpr int lane_row(int lane, int r) {
+    return kContig ? lane * kRows + r : r * kLanes + lane;
+  }
+  KOKKOS_INLINE_FUNCTION static constexpr int staged_at(int i) {
+    return kContig ? (i / kRows) * kLaneBlock + i % kRows : i;
+  }
+  KOKKOS_INLINE_FUNCTION static constexpr int lane_stage_offset(int lane) {
+    return kContig ? lane * kLaneBlock : lane;
+  }
   static_assert(Dk % kLanes == 0, "row lanes must divide Dk");
   static_assert(Dk % kTeamCols == 0, "a team's column tile must divide Dv");
   static_assert(kRows % kAcc == 0 && kRows % kNormAcc == 0, "accumulators must divide rows per lane");
@@ -159,15 +173,15 @@ struct RecurrenceKernel {
     StateT* const origin = tile_origin(b, h, tile) + cg * kCols;
     float s[kRows][kCols];
     GDN_UNROLL
-    for (int r = 0; r < kRows; ++r) load_vec(origin + (lane * kRows + r) * Dk, s[r]);
+    for (int r = 0; r < kRows; ++r) load_vec(origin + lane_row(lane, r) * Dk, s[r]);
 
     const long q_base = static_cast<long>(kh) * Dk;
     const long k_base = m_key_dim + q_base;
     const long v_base = 2 * m_key_dim + static_cast<long>(h) * Dk + tile_col0;
     const bool write_key = record && g == 0 && tile == 0;
     const bool write_decay = record && tile == 0;
-    const float* const sk_lane = sk + lane * kLaneBlock;
-    const float* const sq_lane = sq + lane * kLaneBlock;
+    const float* const sk_lane = sk + lane_stage_offset(lane);
+    const float* const sq_lane = sq + lane_stage_offset(lane);
 
     for (int c0 = 0; c0 < len; c0 += kChunk) {
       const int nt = (len - c0 < kChunk) ? (len - c0) : kChunk;
@@ -176,7 +190,7 @@ struct RecurrenceKernel {
       Kokkos::parallel_for(Kokkos::TeamVectorRange(team, nt * Dk), [&](const int e) {
         const int tt = e / Dk;
         const int i = e % Dk;
-        const int at = tt * kStage + (i / kRows) * kLaneBlock + i % kRows;
+        const int at = tt * kStage + staged_at(i);
         const float kval = m_qkv(tok0 + tt, k_base + i);
         sk[at] = kval;
         sq[at] = m_qkv(tok0 + tt, q_base + i);
@@ -196,8 +210,8 @@ struct RecurrenceKernel {
       team.team_barrier();
       // Norms: lane group cg takes tokens cg, cg + team_threads, ...
       for (int tt = cg; tt < nt; tt += Map::team_threads) {
-        const float qq = lane_sum_squares<kRows, kLanes, kNormAcc>(sq_lane + tt * kStage);
-        const float kk = lane_sum_squares<kRows, kLanes, kNormAcc>(sk_lane + tt * kStage);
+        const float qq = lane_sum_squares<kRows, kLanes, kNormAcc, kRowStride, kRS>(sq_lane + tt * kStage);
+        const float kk = lane_sum_squares<kRows, kLanes, kNormAcc, kRowStride, kRS>(sk_lane + tt * kStage);
         if (lane == 0) {
           ssc[tt * kScalars + 2] = query_factor(qq, m_q_scale);
           ssc[tt * kScalars + 3] = key_inv_norm(kk);
@@ -211,7 +225,7 @@ struct RecurrenceKernel {
         const float qf = sc[2];
         const std::uint32_t tok = tok0 + static_cast<std::uint32_t>(tt);
         float u[kCols];
-        token_step<kRows, kCols, kLanes, kAcc>(s, sk_lane + tt * kStage, sq_lane + tt * kStage, v, sc[0],
+        token_step<kRows, kCols, kLanes, kAcc, kRowStride, kRS>(s, sk_lane + tt * kStage, sq_lane + tt * kStage, v, sc[0],
                                                sc[1], sc[3], u, [&](const int c, const float o) {
                                                  m_out(tok, static_cast<long>(h) * Dk + col0 + c) = qf * o;
                                                });
@@ -229,7 +243,7 @@ struct RecurrenceKernel {
     }
     if (!record) {
       GDN_UNROLL
-      for (int r = 0; r < kRows; ++r) store_vec(origin + (lane * kRows + r) * Dk, s[r]);
+      for (int r = 0; r < kRows; ++r) store_vec(origin + lane_row(lane, r) * Dk, s[r]);
     }
   }
 };

@@ -44,6 +44,17 @@ KOKKOS_FORCEINLINE_FUNCTION float query_factor(float sum_sq, float q_scale) {
   return q_scale / sqrtf(sum_sq + 1e-6f);
 }
 
+/// N staged rows at `stride` floats apart (16-byte loads when contiguous).
+template <int N, int Stride>
+KOKKOS_FORCEINLINE_FUNCTION void load_rows(const float* p, float (&d)[N]) {
+  if constexpr (Stride == 1) {
+    load_scratch<N>(p, d);
+  } else {
+    GDN_UNROLL_SMALL
+    for (int n = 0; n < N; ++n) d[n] = p[n * Stride];
+  }
+}
+
 /// Combine A partial sums per column in a fixed tree order into acc[0].
 template <int A, int C>
 KOKKOS_FORCEINLINE_FUNCTION void combine_partials(float (&acc)[A][C]) {
@@ -59,7 +70,7 @@ KOKKOS_FORCEINLINE_FUNCTION void combine_partials(float (&acc)[A][C]) {
 }
 
 /// Sum of squares of this lane's `Rows` contiguous staged values, then over the lane group.
-template <int Rows, int Lanes, int A>
+template <int Rows, int Lanes, int A, int RowStride, bool RS>
 KOKKOS_FORCEINLINE_FUNCTION float lane_sum_squares(const float* x) {
   static_assert(Rows % A == 0, "norm accumulators must divide the rows per lane");
   float acc[A][1];
@@ -69,13 +80,13 @@ KOKKOS_FORCEINLINE_FUNCTION float lane_sum_squares(const float* x) {
   for (int r = 0; r < Rows; r += A) {
     GDN_UNROLL_SMALL
     for (int a = 0; a < A; ++a) {
-      const float v = x[r + a];
+      const float v = x[(r + a) * RowStride];
       acc[a][0] = fmaf(v, v, acc[a][0]);
     }
   }
   combine_partials<A, 1>(acc);
   float tot[1] = {acc[0][0]};
-  lane_allreduce<Lanes, 1>(tot);
+  lane_allreduce<Lanes, 1, RS>(tot);
   return tot[0];
 }
 
@@ -88,12 +99,12 @@ KOKKOS_FORCEINLINE_FUNCTION float lane_sum_squares(const float* x) {
 /// the delta factors (the same bits in every lane of the group), and
 /// `emit(c, o)` has been called once per column with the un-scaled readout
 /// `o = sum_i S[i][c] q[i]`.
-template <int Rows, int Cols, int Lanes, int A, class Emit>
+template <int Rows, int Cols, int Lanes, int A, int RowStride, bool RS, class Emit>
 KOKKOS_FORCEINLINE_FUNCTION void token_step(float (&s)[Rows][Cols], const float* k, const float* q,
                                             const float (&v)[Cols], float decay, float beta,
                                             float kinv, float (&u)[Cols], const Emit& emit) {
   static_assert(Rows % A == 0, "row accumulators must divide the rows per lane");
-  constexpr int RB = (Rows % 4 == 0 && 4 % A == 0) ? 4 : A;  // rows per staged load
+  constexpr int RB = (RowStride == 1 && Rows % 4 == 0 && 4 % A == 0) ? 4 : A;  // rows per staged load
   static_assert(Rows % RB == 0 && RB % A == 0, "row batches must tile the rows");
   // kv[j] = sum_i (S[i][j]*decay) k[i], decaying the fragment on the way.
   float acc[A][Cols];
@@ -105,7 +116,7 @@ KOKKOS_FORCEINLINE_FUNCTION void token_step(float (&s)[Rows][Cols], const float*
   GDN_UNROLL
   for (int rb = 0; rb < Rows; rb += RB) {
     float kb[RB];
-    load_scratch<RB>(k + rb, kb);
+    load_rows<RB, RowStride>(k + rb * RowStride, kb);
     GDN_UNROLL_SMALL
     for (int j = 0; j < RB; ++j) {
       const int r = rb + j;
@@ -121,7 +132,7 @@ KOKKOS_FORCEINLINE_FUNCTION void token_step(float (&s)[Rows][Cols], const float*
   float kv[Cols];
   GDN_UNROLL
   for (int c = 0; c < Cols; ++c) kv[c] = acc[0][c];
-  lane_allreduce<Lanes, Cols>(kv);
+  lane_allreduce<Lanes, Cols, RS>(kv);
   GDN_UNROLL
   for (int c = 0; c < Cols; ++c) u[c] = delta_factor(v[c], kv[c], beta, kinv);
 
@@ -134,8 +145,8 @@ KOKKOS_FORCEINLINE_FUNCTION void token_step(float (&s)[Rows][Cols], const float*
   GDN_UNROLL
   for (int rb = 0; rb < Rows; rb += RB) {
     float kb[RB], qb[RB];
-    load_scratch<RB>(k + rb, kb);
-    load_scratch<RB>(q + rb, qb);
+    load_rows<RB, RowStride>(k + rb * RowStride, kb);
+    load_rows<RB, RowStride>(q + rb * RowStride, qb);
     GDN_UNROLL_SMALL
     for (int j = 0; j < RB; ++j) {
       const int r = rb + j;
@@ -151,7 +162,7 @@ KOKKOS_FORCEINLINE_FUNCTION void token_step(float (&s)[Rows][Cols], const float*
   float o[Cols];
   GDN_UNROLL
   for (int c = 0; c < Cols; ++c) o[c] = acc[0][c];
-  lane_reduce_each<Lanes, Cols>(o, emit);
+  lane_reduce_each<Lanes, Cols, RS>(o, emit);
 }
 
 }  // namespace Impl
