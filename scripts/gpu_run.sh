@@ -3,13 +3,15 @@
 # the repository root with the patched Kokkos tarball carried in .deps/):
 #   bash scripts/gpu_run.sh [--bench REGEX] [--tests] [--variant NAME:FLAGS]... [--sanitize] [--ncu REGEX]
 # Steps run in this order, each logged under $OUT (default ./out):
-#   --bench RE     gdn_bench --benchmark_filter=RE -> bench_cuda.{json,md,txt}
 #   --tests        ctest -L cuda (CUDA test suite + install consumer)
+#   --sanitize     (part 1) compute-sanitizer racecheck over the CUDA tests
+#                  (GDN_RACECHECK_FILTER selects a gtest subset, default all)
+#   --bench RE     gdn_bench --benchmark_filter=RE -> bench_cuda.{json,md,txt}
 #   --variant N:F  rebuild library + bench with extra compile flags F (mapping
 #                  knobs of include/gdn/impl/mapping.hpp) and rerun the bench
 #                  filter -> bench_N.{json,txt}
-#   --sanitize     compute-sanitizer memcheck and racecheck over the CUDA tests
-#                  (GDN_SANITIZE_FILTER selects a gtest subset, default all)
+#   --sanitize     (part 2) compute-sanitizer memcheck over the CUDA tests
+#                  (GDN_MEMCHECK_FILTER selects a gtest subset, default all)
 #   --ncu RE       ncu (clocks untouched) on the first gdn kernel of the first
 #                  benchmark matching RE
 # A summary line per step is printed as it completes (and kept in summary.txt).
@@ -41,16 +43,21 @@ kokkos=$(kokkos_prefix cuda)
 say "kokkos ready"
 dir=$(configure_and_build cuda "$kokkos" -DGDN_ENABLE_TESTS=ON -DGDN_ENABLE_EXAMPLES=ON -DGDN_ENABLE_BENCHMARKS=ON 2>"$OUT/build.log")
 say "gdn built"
-if [ -n "$bench" ]; then
-  run_bench "$dir" cuda
-  python3 "$GDN_ROOT/perf/render.py" "$OUT/bench_cuda.json" "$OUT/bench_cuda.md" >/dev/null 2>&1 || true
-  grep -E 'copy|peak' "$OUT/bench_cuda.txt" | head -4 | tee -a "$OUT/summary.txt"
-fi
 if [ "$do_tests" = 1 ]; then
   (cd "$dir" && ctest -L cuda --output-on-failure) > "$OUT/ctest_cuda.log" 2>&1 && r=pass || r=FAIL
   say "ctest -L cuda: $r: $(grep -E 'tests passed|tests failed' "$OUT/ctest_cuda.log" | tail -1)"
   "$dir/tests/gdn_tests_cuda" > "$OUT/gtest_cuda.log" 2>&1 || true
   say "gtest: $(grep -E '^\[  (PASSED|FAILED) |^\[==========\] [0-9]+ tests' "$OUT/gtest_cuda.log" | tr '\n' ' ')"
+fi
+if [ "$do_san" = 1 ]; then
+  compute-sanitizer --tool racecheck --error-exitcode 7 "$dir/tests/gdn_tests_cuda" --gtest_brief=1 \
+    --gtest_filter="${GDN_RACECHECK_FILTER:-*}" > "$OUT/sanitizer_racecheck.log" 2>&1 && r=clean || r="FAIL($?)"
+  say "compute-sanitizer racecheck (${GDN_RACECHECK_FILTER:-all}): $r; $(grep -E 'RACECHECK SUMMARY|PASSED|FAILED' "$OUT/sanitizer_racecheck.log" | tail -2 | tr '\n' ' ')"
+fi
+if [ -n "$bench" ]; then
+  run_bench "$dir" cuda
+  python3 "$GDN_ROOT/perf/render.py" "$OUT/bench_cuda.json" "$OUT/bench_cuda.md" >/dev/null 2>&1 || true
+  grep -E 'copy|peak' "$OUT/bench_cuda.txt" | head -4 | tee -a "$OUT/summary.txt"
 fi
 for v in "${variants[@]}"; do
   name=${v%%:*} flags=${v#*:}
@@ -60,12 +67,9 @@ for v in "${variants[@]}"; do
   run_bench "$vdir" "$name"
 done
 if [ "$do_san" = 1 ]; then
-  f=${GDN_SANITIZE_FILTER:-*}
-  for tool in memcheck racecheck; do
-    compute-sanitizer --tool $tool --error-exitcode 7 "$dir/tests/gdn_tests_cuda" --gtest_brief=1 \
-      --gtest_filter="$f" > "$OUT/sanitizer_$tool.log" 2>&1 && r=clean || r="FAIL($?)"
-    say "compute-sanitizer $tool: $r; $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|PASSED|FAILED' "$OUT/sanitizer_$tool.log" | tail -2 | tr '\n' ' ')"
-  done
+  compute-sanitizer --tool memcheck --error-exitcode 7 "$dir/tests/gdn_tests_cuda" --gtest_brief=1 \
+    --gtest_filter="${GDN_MEMCHECK_FILTER:-*}" > "$OUT/sanitizer_memcheck.log" 2>&1 && r=clean || r="FAIL($?)"
+  say "compute-sanitizer memcheck (${GDN_MEMCHECK_FILTER:-all}): $r; $(grep -E 'ERROR SUMMARY|PASSED|FAILED' "$OUT/sanitizer_memcheck.log" | tail -2 | tr '\n' ' ')"
 fi
 if [ -n "$ncu_re" ]; then
   ncu --clock-control none --set full -k regex:gdn --launch-count 1 -o "$OUT/ncu" \

@@ -20,7 +20,6 @@
 
 #include <Kokkos_Core.hpp>
 
-#include <algorithm>
 #include <cmath>
 #include <cstdint>
 
@@ -103,11 +102,10 @@ void launch_recurrence(const char* label, const ExecSpace& space, const HeadConf
     k.m_nv = cfg.num_value_heads;
     k.m_group = cfg.group_size();
     k.m_tiles = Kernel::tiles_per_head();
-    k.m_items = static_cast<int>(static_cast<long long>(slots.extent(0)) * cfg.num_value_heads * k.m_tiles);
     k.m_ring_len = Verify ? static_cast<int>(ring.extent(2)) : 0;
     k.m_key_dim = cfg.key_dim();
     k.m_q_scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(Dk)));
-    const long long league = std::min<long long>(k.m_items, Kernel::Map::max_league(space));
+    const long long league = static_cast<long long>(slots.extent(0)) * cfg.num_value_heads * k.m_tiles;
     launch_team_kernel(label, space, league, Kernel::Map::team_threads, Kernel::Map::row_lanes, k);
   };
   if (cfg.key_head_dim == 64) {

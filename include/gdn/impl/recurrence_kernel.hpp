@@ -14,17 +14,13 @@
 /// `RecurrenceMapping::cols_per_lane * team_threads` divides Dv; the state
 /// pool is dense (LayoutRight) and 16-byte aligned.
 ///
-/// Thread mapping. Work items: one per (sequence b, value head h, tile of
-/// `cols_per_team` state columns), tile fastest, so items that read the same
-/// key and query are neighbours. League: one team per item on the host; on
-/// CUDA as many persistent teams as fit on the device, each looping over
-/// items and prefetching its next item's state tile and inputs into L2 while
-/// it computes the current one. Team: `team_threads` lane groups of
-/// `row_lanes` lanes; lane `l` of group `cg` owns rows
-/// `[l*R, (l+1)*R)` (R = Dk/row_lanes) of columns
-/// `[cg*cols_per_lane, (cg+1)*cols_per_lane)` of the tile, in registers
-/// (CUDA: 8 lanes x 4 columns, 16x4 floats per lane at Dk = 128; host: 1
-/// lane x 32 columns, vectorised over columns).
+/// Thread mapping. League: one team per (sequence b, value head h, tile of
+/// `cols_per_team` state columns), tile fastest, so teams that read the same
+/// key and query are neighbours. Team: `team_threads` lane groups of
+/// `row_lanes` lanes; lane `l` of group `cg` owns rows `r*row_lanes + l`
+/// (r < Dk/row_lanes) of columns `[cg*cols_per_lane, (cg+1)*cols_per_lane)`
+/// of the tile, in registers (CUDA: 8 lanes x 4 columns, 16x4 floats per
+/// lane at Dk = 128; host: 1 lane x 32 columns, vectorised over columns).
 /// The state is read once before the first token and written at most once
 /// after the last. Per chunk of `chunk_tokens` tokens the team stages k, q,
 /// the tile's v, decay and beta in scratch (one global read per value), then
@@ -58,33 +54,16 @@ struct RecurrenceKernel {
       Kokkos::View<float*, typename ExecSpace::scratch_memory_space, Kokkos::MemoryUnmanaged>;
 
   static constexpr int kLanes = Map::row_lanes;
-  static constexpr int kRows = Dk / kLanes;  // rows per lane (contiguous: lane*kRows + r)
+  static constexpr int kRows = Dk / kLanes;  // rows per lane
   static constexpr int kCols = Map::cols_per_lane;
   static constexpr int kTeamCols = Map::cols_per_lane * Map::team_threads;
   static constexpr int kAcc = Map::row_accumulators;
   static constexpr int kNormAcc = Map::norm_accumulators;
   static constexpr int kChunk = Map::chunk_tokens;
-  static constexpr int kLaneBlock = kRows + Map::stage_pad;  // staged floats per lane
-  static constexpr int kStage = kLanes * kLaneBlock;         // staged floats per token (k or q)
-  static constexpr int kScalars = 4;                         // decay, beta, qf, kinv
-  static constexpr bool kContig = Map::contiguous_rows;
-  static constexpr int kRowStride = kContig ? 1 : kLanes;   // staged distance between a lane's rows
-  static constexpr bool kRS = Map::reduce_scatter;
-
-  // The state row of this lane's r-th row, and where staged row i lives.
-  KOKKOS_INLINE_FUNCTION static constexpr int lane_row(int lane, int r) {
-    return kContig ? lane * kRows + r : r * kLanes + lane;
-  }
-  KOKKOS_INLINE_FUNCTION static constexpr int staged_at(int i) {
-    return kContig ? (i / kRows) * kLaneBlock + i % kRows : i;
-  }
-  KOKKOS_INLINE_FUNCTION static constexpr int lane_stage_offset(int lane) {
-    return kContig ? lane * kLaneBlock : lane;
-  }
+  static constexpr int kScalars = 4;  // decay, beta, qf, kinv
   static_assert(Dk % kLanes == 0, "row lanes must divide Dk");
   static_assert(Dk % kTeamCols == 0, "a team's column tile must divide Dv");
   static_assert(kRows % kAcc == 0 && kRows % kNormAcc == 0, "accumulators must divide rows per lane");
-  static_assert(kLaneBlock % 4 == 0 && kTeamCols % 4 == 0, "staged blocks must stay 16-byte aligned");
 
   Kokkos::View<const float**, Kokkos::LayoutStride, MemSpace> m_qkv;    // [tokens, conv_dim]
   Kokkos::View<const float**, Kokkos::LayoutStride, MemSpace> m_decay;  // [tokens, nv]
@@ -98,65 +77,18 @@ struct RecurrenceKernel {
   int m_nv = 0;
   int m_group = 1;
   int m_tiles = 1;
-  int m_items = 0;  // B * nv * tiles
   int m_ring_len = 0;
   long m_key_dim = 0;
   float m_q_scale = 1.0f;
 
-  // +4: room to align the staging arrays to 16 bytes.
-  KOKKOS_INLINE_FUNCTION static constexpr int scratch_floats() {
-    return kChunk * (2 * kStage + kTeamCols + kScalars) + 4;
-  }
+  KOKKOS_INLINE_FUNCTION static constexpr int scratch_floats() { return kChunk * (2 * Dk + kTeamCols + kScalars); }
   KOKKOS_INLINE_FUNCTION static constexpr int tiles_per_head() { return Dk / kTeamCols; }
 
-  KOKKOS_INLINE_FUNCTION StateT* tile_origin(int b, int h, int tile) const {
-    return m_state.data() + (static_cast<std::size_t>(m_slots(b)) * m_nv + h) * Dk * Dk + tile * kTeamCols;
-  }
-
-  // Persistent teams: pull the next work item's state tile and first inputs into L2.
-  KOKKOS_INLINE_FUNCTION void prefetch_item(const Member& team, int item) const {
-    const int tile = item % m_tiles;
-    const int h = (item / m_tiles) % m_nv;
-    const int b = item / (m_tiles * m_nv);
-    const std::uint32_t t0 = m_offsets(b);
-    const std::uint32_t t1 = m_offsets(b + 1);
-    if (t1 <= t0) return;
-    const int tid = team.team_rank() * kLanes + vector_lane();
-    const int nthreads = Map::team_threads * kLanes;
-    const StateT* origin = tile_origin(b, h, tile);
-    for (int row = tid; row < Dk; row += nthreads) prefetch_l2(origin + row * Dk);
-    const int nt = (t1 - t0 < std::uint32_t(kChunk)) ? int(t1 - t0) : kChunk;
-    const long q_base = static_cast<long>(h / m_group) * Dk;
-    const long v_base = 2 * m_key_dim + static_cast<long>(h) * Dk + tile * kTeamCols;
-    constexpr int kLines = Dk / 32;  // 128-byte lines of q (and of k)
-    for (int e = tid; e < nt * (2 * kLines + 1); e += nthreads) {
-      const int tt = e / (2 * kLines + 1);
-      const int l = e % (2 * kLines + 1);
-      const long col = l < kLines ? q_base + 32 * l : l < 2 * kLines ? m_key_dim + q_base + 32 * (l - kLines) : v_base;
-      prefetch_l2(&m_qkv(t0 + tt, col));
-    }
-  }
-
   KOKKOS_INLINE_FUNCTION void operator()(const Member& team) const {
-    ScratchView scratch(team.team_scratch(0), scratch_floats());
-    float* const base = reinterpret_cast<float*>((reinterpret_cast<std::uintptr_t>(scratch.data()) + 15) &
-                                                 ~std::uintptr_t(15));
-    float* const sk = base;                      // [chunk][lanes][rows + pad]
-    float* const sq = sk + kChunk * kStage;      // [chunk][lanes][rows + pad]
-    float* const sv = sq + kChunk * kStage;      // [chunk][cols_per_team]
-    float* const ssc = sv + kChunk * kTeamCols;  // [chunk][4]: decay, beta, qf, kinv
-    const int step = Map::persistent ? team.league_size() : m_items;
-    for (int item = team.league_rank(); item < m_items; item += step) {
-      if (Map::persistent && item + step < m_items) prefetch_item(team, item + step);
-      run_item(team, item, sk, sq, sv, ssc);
-    }
-  }
-
-  KOKKOS_INLINE_FUNCTION void run_item(const Member& team, int item, float* sk, float* sq, float* sv,
-                                       float* ssc) const {
-    const int tile = item % m_tiles;
-    const int h = (item / m_tiles) % m_nv;
-    const int b = item / (m_tiles * m_nv);
+    const int league = team.league_rank();
+    const int tile = league % m_tiles;
+    const int h = (league / m_tiles) % m_nv;
+    const int b = league / (m_tiles * m_nv);
     const std::uint32_t t_begin = m_offsets(b);
     const std::uint32_t t_end = m_offsets(b + 1);
     if (t_end <= t_begin) return;  // empty row: nothing read, nothing written
@@ -170,18 +102,22 @@ struct RecurrenceKernel {
     const int col0 = tile_col0 + cg * kCols;  // first state column of this lane
     const std::uint32_t ring_row = record ? m_ring_slots(b) : 0u;
 
-    StateT* const origin = tile_origin(b, h, tile) + cg * kCols;
+    StateT* const state_head =
+        m_state.data() + (static_cast<std::size_t>(m_slots(b)) * m_nv + h) * Dk * Dk;
     float s[kRows][kCols];
     GDN_UNROLL
-    for (int r = 0; r < kRows; ++r) load_vec(origin + lane_row(lane, r) * Dk, s[r]);
+    for (int r = 0; r < kRows; ++r) load_vec(state_head + (r * kLanes + lane) * Dk + col0, s[r]);
 
+    ScratchView scratch(team.team_scratch(0), scratch_floats());
+    float* const sk = scratch.data();              // [chunk, Dk]
+    float* const sq = sk + kChunk * Dk;            // [chunk, Dk]
+    float* const sv = sq + kChunk * Dk;            // [chunk, cols_per_team]
+    float* const ssc = sv + kChunk * kTeamCols;    // [chunk, 4]: decay, beta, qf, kinv
     const long q_base = static_cast<long>(kh) * Dk;
     const long k_base = m_key_dim + q_base;
     const long v_base = 2 * m_key_dim + static_cast<long>(h) * Dk + tile_col0;
     const bool write_key = record && g == 0 && tile == 0;
     const bool write_decay = record && tile == 0;
-    const float* const sk_lane = sk + lane_stage_offset(lane);
-    const float* const sq_lane = sq + lane_stage_offset(lane);
 
     for (int c0 = 0; c0 < len; c0 += kChunk) {
       const int nt = (len - c0 < kChunk) ? (len - c0) : kChunk;
@@ -190,10 +126,9 @@ struct RecurrenceKernel {
       Kokkos::parallel_for(Kokkos::TeamVectorRange(team, nt * Dk), [&](const int e) {
         const int tt = e / Dk;
         const int i = e % Dk;
-        const int at = tt * kStage + staged_at(i);
         const float kval = m_qkv(tok0 + tt, k_base + i);
-        sk[at] = kval;
-        sq[at] = m_qkv(tok0 + tt, q_base + i);
+        sk[e] = kval;
+        sq[e] = m_qkv(tok0 + tt, q_base + i);
         if (write_key) m_ring(ring_row, kh, c0 + tt, i) = from_float<RingT>(kval);
       });
       Kokkos::parallel_for(Kokkos::TeamVectorRange(team, nt * kTeamCols), [&](const int e) {
@@ -210,8 +145,8 @@ struct RecurrenceKernel {
       team.team_barrier();
       // Norms: lane group cg takes tokens cg, cg + team_threads, ...
       for (int tt = cg; tt < nt; tt += Map::team_threads) {
-        const float qq = lane_sum_squares<kRows, kLanes, kNormAcc, kRowStride, kRS>(sq_lane + tt * kStage);
-        const float kk = lane_sum_squares<kRows, kLanes, kNormAcc, kRowStride, kRS>(sk_lane + tt * kStage);
+        const float qq = lane_sum_squares<kRows, kLanes, kNormAcc>(sq + tt * Dk + lane);
+        const float kk = lane_sum_squares<kRows, kLanes, kNormAcc>(sk + tt * Dk + lane);
         if (lane == 0) {
           ssc[tt * kScalars + 2] = query_factor(qq, m_q_scale);
           ssc[tt * kScalars + 3] = key_inv_norm(kk);
@@ -220,17 +155,21 @@ struct RecurrenceKernel {
       team.team_barrier();
       for (int tt = 0; tt < nt; ++tt) {
         float v[kCols];
-        load_scratch<kCols>(sv + tt * kTeamCols + cg * kCols, v);
+        GDN_UNROLL
+        for (int c = 0; c < kCols; ++c) v[c] = sv[tt * kTeamCols + cg * kCols + c];
         const float* sc = ssc + tt * kScalars;
+        float u[kCols];
+        float o[kCols];
+        token_step<kRows, kCols, kLanes, kAcc>(s, sk + tt * Dk + lane, sq + tt * Dk + lane, v, sc[0],
+                                               sc[1], sc[3], u, o);
         const float qf = sc[2];
         const std::uint32_t tok = tok0 + static_cast<std::uint32_t>(tt);
-        float u[kCols];
-        token_step<kRows, kCols, kLanes, kAcc, kRowStride, kRS>(s, sk_lane + tt * kStage, sq_lane + tt * kStage, v, sc[0],
-                                               sc[1], sc[3], u, [&](const int c, const float o) {
-                                                 m_out(tok, static_cast<long>(h) * Dk + col0 + c) = qf * o;
-                                               });
+        // Lane l writes the columns c with c % row_lanes == l: one store per value.
+        GDN_UNROLL
+        for (int c = 0; c < kCols; ++c) {
+          if (c % kLanes == lane) m_out(tok, static_cast<long>(h) * Dk + col0 + c) = qf * o[c];
+        }
         if (record) {
-          // Lane l writes the columns c with c % row_lanes == l: one store per value.
           GDN_UNROLL
           for (int c = 0; c < kCols; ++c) {
             if (c % kLanes == lane) {
@@ -243,7 +182,7 @@ struct RecurrenceKernel {
     }
     if (!record) {
       GDN_UNROLL
-      for (int r = 0; r < kRows; ++r) store_vec(origin + lane_row(lane, r) * Dk, s[r]);
+      for (int r = 0; r < kRows; ++r) store_vec(state_head + (r * kLanes + lane) * Dk + col0, s[r]);
     }
   }
 };

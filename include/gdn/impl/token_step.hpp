@@ -44,24 +44,13 @@ KOKKOS_FORCEINLINE_FUNCTION float query_factor(float sum_sq, float q_scale) {
   return q_scale / sqrtf(sum_sq + 1e-6f);
 }
 
-/// N staged rows at `stride` floats apart (16-byte loads when contiguous).
-template <int N, int Stride>
-KOKKOS_FORCEINLINE_FUNCTION void load_rows(const float* p, float (&d)[N]) {
-  if constexpr (Stride == 1) {
-    load_scratch<N>(p, d);
-  } else {
-    GDN_UNROLL_SMALL
-    for (int n = 0; n < N; ++n) d[n] = p[n * Stride];
-  }
-}
-
 /// Combine A partial sums per column in a fixed tree order into acc[0].
 template <int A, int C>
 KOKKOS_FORCEINLINE_FUNCTION void combine_partials(float (&acc)[A][C]) {
   static_assert(A > 0 && (A & (A - 1)) == 0, "the number of partial sums must be a power of two");
-  GDN_UNROLL_SMALL
+  GDN_UNROLL
   for (int w = A / 2; w >= 1; w /= 2) {
-    GDN_UNROLL_SMALL
+    GDN_UNROLL
     for (int a = 0; a < w; ++a) {
       GDN_UNROLL
       for (int c = 0; c < C; ++c) acc[a][c] += acc[a + w][c];
@@ -69,62 +58,57 @@ KOKKOS_FORCEINLINE_FUNCTION void combine_partials(float (&acc)[A][C]) {
   }
 }
 
-/// Sum of squares of this lane's `Rows` contiguous staged values, then over the lane group.
-template <int Rows, int Lanes, int A, int RowStride, bool RS>
+/// Sum of squares of the `Rows` values `x[r*Lanes]` of this lane, then over the lane group.
+template <int Rows, int Lanes, int A>
 KOKKOS_FORCEINLINE_FUNCTION float lane_sum_squares(const float* x) {
   static_assert(Rows % A == 0, "norm accumulators must divide the rows per lane");
   float acc[A][1];
-  GDN_UNROLL_SMALL
+  GDN_UNROLL
   for (int a = 0; a < A; ++a) acc[a][0] = 0.0f;
   GDN_UNROLL
   for (int r = 0; r < Rows; r += A) {
-    GDN_UNROLL_SMALL
+    GDN_UNROLL
     for (int a = 0; a < A; ++a) {
-      const float v = x[(r + a) * RowStride];
+      const float v = x[(r + a) * Lanes];
       acc[a][0] = fmaf(v, v, acc[a][0]);
     }
   }
   combine_partials<A, 1>(acc);
   float tot[1] = {acc[0][0]};
-  lane_allreduce<Lanes, 1, RS>(tot);
+  lane_group_sum<Lanes>(tot);
   return tot[0];
 }
 
 /// \brief One token of the recurrence on one lane's fragment of the state.
 ///
-/// The lane owns `Rows` consecutive rows of `Cols` consecutive columns:
-/// `s[r][c]`. `k` and `q` point at this lane's `Rows` staged key and query
-/// values (contiguous, 16-byte aligned when Rows % 4 == 0), `v` holds the
-/// lane's columns of the value. On return `s` is the updated fragment, `u`
-/// the delta factors (the same bits in every lane of the group), and
-/// `emit(c, o)` has been called once per column with the un-scaled readout
-/// `o = sum_i S[i][c] q[i]`.
-template <int Rows, int Cols, int Lanes, int A, int RowStride, bool RS, class Emit>
+/// The lane owns rows `r*Lanes + lane` (r < Rows) of `Cols` consecutive
+/// columns: `s[r][c]`. `k` and `q` point at this lane's first row of the
+/// staged key and query (stride `Lanes`), `v` holds the lane's columns of the
+/// value. On return `s` is the updated fragment, `u` the delta factors and
+/// `o` the un-scaled readout `sum_i S[i][j] q[i]` of the lane's columns
+/// (identical in every lane of the group).
+template <int Rows, int Cols, int Lanes, int A>
 KOKKOS_FORCEINLINE_FUNCTION void token_step(float (&s)[Rows][Cols], const float* k, const float* q,
                                             const float (&v)[Cols], float decay, float beta,
-                                            float kinv, float (&u)[Cols], const Emit& emit) {
+                                            float kinv, float (&u)[Cols], float (&o)[Cols]) {
   static_assert(Rows % A == 0, "row accumulators must divide the rows per lane");
-  constexpr int RB = (RowStride == 1 && Rows % 4 == 0 && 4 % A == 0) ? 4 : A;  // rows per staged load
-  static_assert(Rows % RB == 0 && RB % A == 0, "row batches must tile the rows");
   // kv[j] = sum_i (S[i][j]*decay) k[i], decaying the fragment on the way.
   float acc[A][Cols];
-  GDN_UNROLL_SMALL
+  GDN_UNROLL
   for (int a = 0; a < A; ++a) {
     GDN_UNROLL
     for (int c = 0; c < Cols; ++c) acc[a][c] = 0.0f;
   }
   GDN_UNROLL
-  for (int rb = 0; rb < Rows; rb += RB) {
-    float kb[RB];
-    load_rows<RB, RowStride>(k + rb * RowStride, kb);
-    GDN_UNROLL_SMALL
-    for (int j = 0; j < RB; ++j) {
-      const int r = rb + j;
+  for (int r = 0; r < Rows; r += A) {
+    GDN_UNROLL
+    for (int a = 0; a < A; ++a) {
+      const float kr = k[(r + a) * Lanes];
       GDN_UNROLL
       for (int c = 0; c < Cols; ++c) {
-        const float sd = decay_state(s[r][c], decay);
-        s[r][c] = sd;
-        acc[j % A][c] = fmaf(sd, kb[j], acc[j % A][c]);
+        const float sd = decay_state(s[r + a][c], decay);
+        s[r + a][c] = sd;
+        acc[a][c] = fmaf(sd, kr, acc[a][c]);
       }
     }
   }
@@ -132,37 +116,34 @@ KOKKOS_FORCEINLINE_FUNCTION void token_step(float (&s)[Rows][Cols], const float*
   float kv[Cols];
   GDN_UNROLL
   for (int c = 0; c < Cols; ++c) kv[c] = acc[0][c];
-  lane_allreduce<Lanes, Cols, RS>(kv);
+  lane_group_sum<Lanes>(kv);
   GDN_UNROLL
   for (int c = 0; c < Cols; ++c) u[c] = delta_factor(v[c], kv[c], beta, kinv);
 
   // S[i][j] = fma(k[i], u[j], S[i][j]); o[j] = sum_i S[i][j] q[i].
-  GDN_UNROLL_SMALL
+  GDN_UNROLL
   for (int a = 0; a < A; ++a) {
     GDN_UNROLL
     for (int c = 0; c < Cols; ++c) acc[a][c] = 0.0f;
   }
   GDN_UNROLL
-  for (int rb = 0; rb < Rows; rb += RB) {
-    float kb[RB], qb[RB];
-    load_rows<RB, RowStride>(k + rb * RowStride, kb);
-    load_rows<RB, RowStride>(q + rb * RowStride, qb);
-    GDN_UNROLL_SMALL
-    for (int j = 0; j < RB; ++j) {
-      const int r = rb + j;
+  for (int r = 0; r < Rows; r += A) {
+    GDN_UNROLL
+    for (int a = 0; a < A; ++a) {
+      const float kr = k[(r + a) * Lanes];
+      const float qr = q[(r + a) * Lanes];
       GDN_UNROLL
       for (int c = 0; c < Cols; ++c) {
-        const float sn = delta_update(kb[j], u[c], s[r][c]);
-        s[r][c] = sn;
-        acc[j % A][c] = fmaf(sn, qb[j], acc[j % A][c]);
+        const float sn = delta_update(kr, u[c], s[r + a][c]);
+        s[r + a][c] = sn;
+        acc[a][c] = fmaf(sn, qr, acc[a][c]);
       }
     }
   }
   combine_partials<A, Cols>(acc);
-  float o[Cols];
   GDN_UNROLL
   for (int c = 0; c < Cols; ++c) o[c] = acc[0][c];
-  lane_reduce_each<Lanes, Cols, RS>(o, emit);
+  lane_group_sum<Lanes>(o);
 }
 
 }  // namespace Impl
