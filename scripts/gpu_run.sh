@@ -72,7 +72,7 @@ if [ "$do_san" = 1 ]; then
   say "compute-sanitizer memcheck (${GDN_MEMCHECK_FILTER:-all}): $r; $(grep -E 'ERROR SUMMARY|PASSED|FAILED' "$OUT/sanitizer_memcheck.log" | tail -2 | tr '\n' ' ')"
 fi
 if [ -n "$ncu_re" ]; then
-  ncu --clock-control none --set full -k regex:gdn --launch-count 1 -o "$OUT/ncu" \
+  ncu --clock-control none --set full --kernel-name-base demangled -k "regex:${GDN_NCU_KERNEL:-RecurrenceKernel}" --launch-skip 2 --launch-count 1 -o "$OUT/ncu" \
     "$dir/perf/gdn_bench" --benchmark_filter="$ncu_re" > "$OUT/ncu.log" 2>&1 || true
   ncu --import "$OUT/ncu.ncu-rep" --page details > "$OUT/ncu_details.txt" 2>&1 || true
   say "ncu: $(grep -cE 'Duration|Throughput' "$OUT/ncu_details.txt") lines of metrics"
