@@ -117,7 +117,7 @@ struct FoldKernel {
           const float dec = sd[p];
           float u[kVec];
           load_scratch<kVec>(su + p * Dk + j, u);
-          GDN_UNROLL
+          GDN_UNROLL GDN_SIMD
           for (int c = 0; c < kVec; ++c) s[it][c] = delta_update(kval, u[c], decay_state(s[it][c], dec));
         }
       }

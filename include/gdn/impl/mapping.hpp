@@ -32,19 +32,40 @@
 #else
 #define GDN_UNROLL
 #endif
+// GDN_SIMD: on the host, vectorise this (column) loop. Without it GCC may
+// unroll a short column loop completely and vectorise the loop around it
+// with gathers instead. Element-wise loops only: it reorders no arithmetic.
+#if defined(__CUDACC__) || !defined(_OPENMP)
+#define GDN_SIMD
+#else
+#define GDN_SIMD _Pragma("omp simd")
+#endif
 
 namespace gdn {
 namespace Impl {
 
+// Tuning knobs of the host mapping (compile-time; defaults measured on a
+// 2-core AMD EPYC (Zen 5) VM, see docs/performance.md).
+#ifndef GDN_HOST_COLS_PER_LANE
+#define GDN_HOST_COLS_PER_LANE 64
+#endif
+#ifndef GDN_HOST_ROW_ACC
+#define GDN_HOST_ROW_ACC 2
+#endif
+#ifndef GDN_HOST_FOLD_ROWS
+#define GDN_HOST_FOLD_ROWS 64
+#endif
+
 /// Host mapping (Serial, OpenMP, and any space without a specialisation):
-/// one thread per team owns a tile of whole columns; the loops over a tile's
-/// columns are what the compiler vectorises.
+/// one thread per team owns a tile of whole columns (64 columns x Dk rows:
+/// 32 KiB at Dk = 128, L1-resident); the loops over a tile's columns are what
+/// the compiler vectorises.
 template <class ExecSpace>
 struct RecurrenceMapping {
   static constexpr int row_lanes = 1;          ///< lanes splitting one column's rows
-  static constexpr int cols_per_lane = 32;     ///< columns one lane owns
+  static constexpr int cols_per_lane = GDN_HOST_COLS_PER_LANE;  ///< columns one lane owns
   static constexpr int team_threads = 1;       ///< lane groups per team
-  static constexpr int row_accumulators = 2;   ///< independent partial sums per lane (ILP)
+  static constexpr int row_accumulators = GDN_HOST_ROW_ACC;  ///< independent partial sums per lane (ILP)
   static constexpr int norm_accumulators = 16; ///< partial sums for the q/k norms
   static constexpr int chunk_tokens = 16;      ///< tokens staged per team barrier
   static constexpr int min_teams_per_sm = 1;   ///< launch bound (GPU only)
@@ -56,7 +77,7 @@ template <class ExecSpace, class StateT>
 struct FoldMapping {
   static constexpr int cols_per_item = 16;  ///< consecutive state columns per work item
   static constexpr int team_threads = 1;
-  static constexpr int rows_per_team = 64;  ///< state rows covered by one team
+  static constexpr int rows_per_team = GDN_HOST_FOLD_ROWS;  ///< state rows covered by one team
   static constexpr int chunk_records = 16;  ///< records staged per team barrier
   static constexpr int min_teams_per_sm = 1;
   using schedule = Kokkos::Schedule<Kokkos::Dynamic>;
@@ -164,6 +185,7 @@ KOKKOS_FORCEINLINE_FUNCTION void load_vec(const float* p, float (&d)[N]) {
     for (int n = 0; n < N; ++n) d[n] = p[n];
   }
 #else
+  GDN_SIMD
   for (int n = 0; n < N; ++n) d[n] = p[n];
 #endif
 }
@@ -195,6 +217,7 @@ KOKKOS_FORCEINLINE_FUNCTION void load_vec(const bf16* p, float (&d)[N]) {
     for (int n = 0; n < N; ++n) d[n] = to_float(p[n]);
   }
 #else
+  GDN_SIMD
   for (int n = 0; n < N; ++n) d[n] = to_float(p[n]);
 #endif
 }
@@ -211,6 +234,7 @@ KOKKOS_FORCEINLINE_FUNCTION void store_vec(float* p, const float (&s)[N]) {
     for (int n = 0; n < N; ++n) p[n] = s[n];
   }
 #else
+  GDN_SIMD
   for (int n = 0; n < N; ++n) p[n] = s[n];
 #endif
 }
@@ -240,6 +264,7 @@ KOKKOS_FORCEINLINE_FUNCTION void store_vec(bf16* p, const float (&s)[N]) {
     for (int n = 0; n < N; ++n) p[n] = bf16(s[n]);
   }
 #else
+  GDN_SIMD
   for (int n = 0; n < N; ++n) p[n] = bf16(s[n]);
 #endif
 }
