@@ -24,15 +24,23 @@ ensure_packages() {
   fi
 }
 
-# Kokkos: an existing install named by Kokkos_ROOT wins; otherwise the
+# Kokkos: an existing install named by Kokkos_ROOT (or found on
+# CMAKE_PREFIX_PATH) wins; otherwise the
 # project's bootstrap (Kokkos 3.4.01 from Debian's trilinos source).
 # Prints the Kokkos prefix. $1 = openmp | cuda
 kokkos_prefix() {
-  local variant=$1
+  local variant=$1 p
   if [ -n "${Kokkos_ROOT:-}" ]; then
     echo "$Kokkos_ROOT"
     return
   fi
+  # A Kokkos on CMAKE_PREFIX_PATH wins over the bootstrap too.
+  for p in ${CMAKE_PREFIX_PATH//:/ }; do
+    if ls "$p"/lib*/cmake/Kokkos/KokkosConfig.cmake >/dev/null 2>&1; then
+      echo "$p"
+      return
+    fi
+  done
   local args=(--prefix "$GDN_DEPS/kokkos" --cache "$GDN_DEPS/cache" --jobs "$JOBS")
   if [ "$variant" = cuda ]; then args+=(--cuda --no-openmp); fi
   if [ -f "$GDN_DEPS/kokkos-3.4.01-patched.tar.gz" ] && [ ! -d "$GDN_DEPS/cache" ]; then
