@@ -35,7 +35,8 @@ kokkos_prefix() {
     return
   fi
   # A Kokkos on CMAKE_PREFIX_PATH wins over the bootstrap too.
-  for p in ${CMAKE_PREFIX_PATH//:/ }; do
+  local cpp=${CMAKE_PREFIX_PATH:-}
+  for p in ${cpp//:/ }; do
     if ls "$p"/lib*/cmake/Kokkos/KokkosConfig.cmake >/dev/null 2>&1; then
       echo "$p"
       return
