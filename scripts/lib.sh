@@ -57,7 +57,11 @@ configure_and_build() {
   shift 2
   local dir=$GDN_ROOT/build/$name
   local extra=()
-  if [ -x "$kokkos/bin/nvcc_wrapper" ]; then extra+=("-DCMAKE_CXX_COMPILER=$kokkos/bin/nvcc_wrapper"); fi
+  # Every Kokkos install ships bin/nvcc_wrapper; use it only for a CUDA-enabled Kokkos.
+  if [ -x "$kokkos/bin/nvcc_wrapper" ] &&
+     grep -qs 'Kokkos_DEVICES.*CUDA' "$kokkos"/lib*/cmake/Kokkos/KokkosConfigCommon.cmake; then
+    extra+=("-DCMAKE_CXX_COMPILER=$kokkos/bin/nvcc_wrapper")
+  fi
   cmake -S "$GDN_ROOT" -B "$dir" -DCMAKE_BUILD_TYPE=Release "-DKokkos_ROOT=$kokkos" "${extra[@]}" "$@" >&2
   cmake --build "$dir" -j "$JOBS" >&2
   echo "$dir"
