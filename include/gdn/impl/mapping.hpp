@@ -221,7 +221,6 @@ KOKKOS_FORCEINLINE_FUNCTION void load_vec(const bf16* p, float (&d)[N]) {
     for (int n = 0; n < N; ++n) d[n] = to_float(p[n]);
   }
 #else
-  GDN_SIMD
   for (int n = 0; n < N; ++n) d[n] = to_float(p[n]);
 #endif
 }
@@ -268,7 +267,6 @@ KOKKOS_FORCEINLINE_FUNCTION void store_vec(bf16* p, const float (&s)[N]) {
     for (int n = 0; n < N; ++n) p[n] = bf16(s[n]);
   }
 #else
-  GDN_SIMD
   for (int n = 0; n < N; ++n) p[n] = bf16(s[n]);
 #endif
 }
