@@ -17,8 +17,8 @@
 /// (coalesced). Each thread keeps its items in registers for the whole fold:
 /// the state is read once and written once. Records are staged in scratch in
 /// chunks of `chunk_records` (the tile's slice of k, this head's u, the
-/// decay), then each item applies them in order with the same two
-/// operations the forward uses (token_step.hpp: decay_state, delta_update).
+/// decay; all of a thread's copies in flight at once, `stage_async`), then
+/// each item applies them in order with the same two operations the forward uses (token_step.hpp: decay_state, delta_update).
 
 #include <gdn/bf16.hpp>
 #include <gdn/impl/mapping.hpp>
@@ -83,6 +83,7 @@ struct FoldKernel {
         m_state.data() + (static_cast<std::size_t>(m_state_rows(layer, b)) * m_nv + h) * Dk * Dk;
 
     const int tid = team.team_rank();
+    const long rec_stride = static_cast<long>(m_ring.stride(2));
     float s[kItems][kVec];
     GDN_UNROLL
     for (int it = 0; it < kItems; ++it) {
@@ -91,21 +92,26 @@ struct FoldKernel {
     }
 
     ScratchView scratch(team.team_scratch(0), scratch_floats());
-    float* const sk = reinterpret_cast<float*>((reinterpret_cast<std::uintptr_t>(scratch.data()) + 15) &
-                                               ~std::uintptr_t(15));  // [chunk, rows_per_team]
+    float* const sk = align16(scratch.data());  // [chunk, rows_per_team]
     float* const su = sk + kChunk * kTileRows; // [chunk, Dv]
     float* const sd = su + kChunk * Dk;        // [chunk]
     for (int p0 = 0; p0 < n; p0 += kChunk) {
       const int np = (n - p0 < kChunk) ? (n - p0) : kChunk;
-      Kokkos::parallel_for(Kokkos::TeamThreadRange(team, np * kTileRows), [&](const int e) {
-        sk[e] = to_float(m_ring(ring_row, kh, p0 + e / kTileRows, row0 + e % kTileRows));
-      });
-      Kokkos::parallel_for(Kokkos::TeamThreadRange(team, np * Dk), [&](const int e) {
-        su[e] = to_float(m_ring(ring_row, kh, p0 + e / Dk, Dk + g * Dk + e % Dk));
-      });
-      Kokkos::parallel_for(Kokkos::TeamThreadRange(team, np), [&](const int p) {
-        sd[p] = to_float(m_ring(ring_row, kh, p0 + p, Dk + m_group * Dk + g));
-      });
+      // All of a thread's copies in flight at once (stage_async, mapping.hpp).
+      const RingT* const rec = &m_ring(ring_row, kh, p0, 0);  // record p at rec + p * rec_stride
+      GDN_NO_UNROLL
+      for (int e = tid; e < np * kTileRows; e += Map::team_threads) {
+        stage_async(sk + e, rec + (e / kTileRows) * rec_stride + row0 + e % kTileRows);
+      }
+      GDN_NO_UNROLL
+      for (int e = tid; e < np * Dk; e += Map::team_threads) {
+        stage_async(su + e, rec + (e / Dk) * rec_stride + Dk + g * Dk + e % Dk);
+      }
+      GDN_NO_UNROLL
+      for (int p = tid; p < np; p += Map::team_threads) {
+        stage_async(sd + p, rec + p * rec_stride + Dk + m_group * Dk + g);
+      }
+      stage_wait();
       team.team_barrier();
       GDN_UNROLL
       for (int it = 0; it < kItems; ++it) {

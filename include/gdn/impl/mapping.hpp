@@ -29,8 +29,10 @@
 
 #if defined(__CUDA_ARCH__)
 #define GDN_UNROLL _Pragma("unroll")
+#define GDN_NO_UNROLL _Pragma("unroll 1")
 #else
 #define GDN_UNROLL
+#define GDN_NO_UNROLL
 #endif
 // GDN_SIMD: on the host, vectorise this (column) loop. Without it GCC may
 // unroll a short column loop completely and vectorise the loop around it
@@ -269,6 +271,43 @@ KOKKOS_FORCEINLINE_FUNCTION void store_vec(bf16* p, const float (&s)[N]) {
 #else
   for (int n = 0; n < N; ++n) p[n] = bf16(s[n]);
 #endif
+}
+
+/// Copy one value from global memory into team scratch (as float). On CUDA
+/// (sm_80 and later) a float is copied with `cp.async`: the copy holds no
+/// register and nothing waits for it, so a thread issues all of its staging
+/// copies back to back and they are in flight together; `stage_wait`
+/// completes them. Elsewhere (and for bf16 sources) a plain load and store.
+/// Either way a team barrier must follow `stage_wait` before other threads
+/// read what this thread staged.
+KOKKOS_FORCEINLINE_FUNCTION void stage_async(float* scratch_dst, const float* src) {
+#if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ >= 800)
+  const unsigned dst = static_cast<unsigned>(__cvta_generic_to_shared(scratch_dst));
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4;\n" ::"r"(dst), "l"(__cvta_generic_to_global(src))
+               : "memory");
+#else
+  *scratch_dst = *src;
+#endif
+}
+
+KOKKOS_FORCEINLINE_FUNCTION void stage_async(float* scratch_dst, const bf16* src) {
+  *scratch_dst = to_float(*src);
+}
+
+/// Wait until this thread's `stage_async` copies have landed in scratch.
+KOKKOS_FORCEINLINE_FUNCTION void stage_wait() {
+#if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ >= 800)
+  asm volatile("cp.async.wait_all;\n" ::: "memory");
+#endif
+}
+
+/// `p` advanced to the next 16-byte boundary (by 0 to 3 floats). Pointer
+/// arithmetic rather than an integer round trip, so that the compiler still
+/// knows that a team scratch pointer points into shared memory (CUDA: 32-bit
+/// shared loads instead of 64-bit generic ones).
+KOKKOS_FORCEINLINE_FUNCTION float* align16(float* p) {
+  const auto misalign = reinterpret_cast<std::uintptr_t>(p) & 15u;
+  return p + static_cast<int>(((16u - misalign) & 15u) / 4u);
 }
 
 /// N consecutive floats from team scratch (16-byte loads on the GPU; `p`

@@ -23,9 +23,12 @@
 /// lane at Dk = 128; host: 1 lane x 32 columns, vectorised over columns).
 /// The state is read once before the first token and written at most once
 /// after the last. Per chunk of `chunk_tokens` tokens the team stages k, q,
-/// the tile's v, decay and beta in scratch (one global read per value), then
-/// computes the q and k norms (one lane group per token), then every lane
-/// runs `token_step` for each token of the chunk. Columns are independent in
+/// the tile's v, decay and beta in scratch (one global read per value, all
+/// of a thread's copies in flight at once: `stage_async`, mapping.hpp; k and
+/// q in the `staged_row` order of token_step.hpp, so a lane fetches four of
+/// its rows with one 16-byte load), then computes the q and k norms (one lane
+/// group per token), then every lane runs `token_step` for each token of the
+/// chunk. Columns are independent in
 /// the recurrence, so tiles never communicate; rows of one column are summed
 /// across the lane group (mapping.hpp).
 
@@ -61,9 +64,12 @@ struct RecurrenceKernel {
   static constexpr int kNormAcc = Map::norm_accumulators;
   static constexpr int kChunk = Map::chunk_tokens;
   static constexpr int kScalars = 4;  // decay, beta, qf, kinv
+  static constexpr int kThreads = Map::team_threads * Map::row_lanes;  // threads per team
   static_assert(Dk % kLanes == 0, "row lanes must divide Dk");
   static_assert(Dk % kTeamCols == 0, "a team's column tile must divide Dv");
   static_assert(kRows % kAcc == 0 && kRows % kNormAcc == 0, "accumulators must divide rows per lane");
+  static_assert(kLanes == 1 || kRows % 4 == 0, "with several lanes, rows per lane must be a multiple of 4");
+  static_assert((kChunk * kTeamCols) % 4 == 0, "the staged scalars must stay 16-byte aligned");
 
   Kokkos::View<const float**, Kokkos::LayoutStride, MemSpace> m_qkv;    // [tokens, conv_dim]
   Kokkos::View<const float**, Kokkos::LayoutStride, MemSpace> m_decay;  // [tokens, nv]
@@ -81,7 +87,8 @@ struct RecurrenceKernel {
   long m_key_dim = 0;
   float m_q_scale = 1.0f;
 
-  KOKKOS_INLINE_FUNCTION static constexpr int scratch_floats() { return kChunk * (2 * Dk + kTeamCols + kScalars); }
+  // +4: room to align the staging arrays to 16 bytes.
+  KOKKOS_INLINE_FUNCTION static constexpr int scratch_floats() { return kChunk * (2 * Dk + kTeamCols + kScalars) + 4; }
   KOKKOS_INLINE_FUNCTION static constexpr int tiles_per_head() { return Dk / kTeamCols; }
 
   KOKKOS_INLINE_FUNCTION void operator()(const Member& team) const {
@@ -109,8 +116,8 @@ struct RecurrenceKernel {
     for (int r = 0; r < kRows; ++r) load_vec(state_head + (r * kLanes + lane) * Dk + col0, s[r]);
 
     ScratchView scratch(team.team_scratch(0), scratch_floats());
-    float* const sk = scratch.data();              // [chunk, Dk]
-    float* const sq = sk + kChunk * Dk;            // [chunk, Dk]
+    float* const sk = align16(scratch.data());  // [chunk, Dk], staged_row order
+    float* const sq = sk + kChunk * Dk;            // [chunk, Dk], staged_row order
     float* const sv = sq + kChunk * Dk;            // [chunk, cols_per_team]
     float* const ssc = sv + kChunk * kTeamCols;    // [chunk, 4]: decay, beta, qf, kinv
     const long q_base = static_cast<long>(kh) * Dk;
@@ -118,35 +125,55 @@ struct RecurrenceKernel {
     const long v_base = 2 * m_key_dim + static_cast<long>(h) * Dk + tile_col0;
     const bool write_key = record && g == 0 && tile == 0;
     const bool write_decay = record && tile == 0;
+    const int tid = cg * kLanes + lane;  // thread index in the team
+    const long x_tok = static_cast<long>(m_qkv.stride(0));
+    const long x_chan = static_cast<long>(m_qkv.stride(1));
+    const float* const k_lane = sk + staged_lane_base<kLanes>(lane);
+    const float* const q_lane = sq + staged_lane_base<kLanes>(lane);
 
     for (int c0 = 0; c0 < len; c0 += kChunk) {
       const int nt = (len - c0 < kChunk) ? (len - c0) : kChunk;
       const std::uint32_t tok0 = t_begin + static_cast<std::uint32_t>(c0);
-      // Stage the chunk's inputs: every value is read from global memory once per team.
-      Kokkos::parallel_for(Kokkos::TeamVectorRange(team, nt * Dk), [&](const int e) {
-        const int tt = e / Dk;
-        const int i = e % Dk;
-        const float kval = m_qkv(tok0 + tt, k_base + i);
-        sk[e] = kval;
-        sq[e] = m_qkv(tok0 + tt, q_base + i);
-        if (write_key) m_ring(ring_row, kh, c0 + tt, i) = from_float<RingT>(kval);
-      });
-      Kokkos::parallel_for(Kokkos::TeamVectorRange(team, nt * kTeamCols), [&](const int e) {
-        sv[e] = m_qkv(tok0 + e / kTeamCols, v_base + e % kTeamCols);
-      });
-      Kokkos::parallel_for(Kokkos::TeamVectorRange(team, nt), [&](const int tt) {
-        const float dec = m_decay(tok0 + tt, h);
-        ssc[tt * kScalars + 0] = dec;
-        ssc[tt * kScalars + 1] = m_beta(tok0 + tt, h);
-        if (write_decay) {
-          m_ring(ring_row, kh, c0 + tt, Dk + m_group * Dk + g) = from_float<RingT>(dec);
+      // Stage the chunk's inputs: every value is read from global memory once
+      // per team, and all of a thread's copies are in flight together.
+      const float* const x0 = &m_qkv(tok0, 0);  // token tok0 + tt at x0 + tt * x_tok
+      GDN_NO_UNROLL
+      for (int i = tid; i < Dk; i += kThreads) {
+        const int si = staged_row<kLanes>(i);
+        const float* const xk = x0 + (k_base + i) * x_chan;
+        const float* const xq = x0 + (q_base + i) * x_chan;
+        GDN_NO_UNROLL
+        for (int tt = 0; tt < nt; ++tt) {
+          stage_async(sk + tt * Dk + si, xk + tt * x_tok);
+          stage_async(sq + tt * Dk + si, xq + tt * x_tok);
         }
-      });
+      }
+      GDN_NO_UNROLL
+      for (int e = tid; e < nt * kTeamCols; e += kThreads) {
+        stage_async(sv + e, x0 + (e / kTeamCols) * x_tok + (v_base + e % kTeamCols) * x_chan);
+      }
+      GDN_NO_UNROLL
+      for (int tt = tid; tt < nt; tt += kThreads) {
+        stage_async(ssc + tt * kScalars + 0, &m_decay(tok0 + tt, h));
+        stage_async(ssc + tt * kScalars + 1, &m_beta(tok0 + tt, h));
+      }
+      stage_wait();
       team.team_barrier();
+      if (write_key) {
+        for (int e = tid; e < nt * Dk; e += kThreads) {
+          m_ring(ring_row, kh, c0 + e / Dk, e % Dk) =
+              from_float<RingT>(sk[(e / Dk) * Dk + staged_row<kLanes>(e % Dk)]);
+        }
+      }
+      if (write_decay) {
+        for (int tt = tid; tt < nt; tt += kThreads) {
+          m_ring(ring_row, kh, c0 + tt, Dk + m_group * Dk + g) = from_float<RingT>(ssc[tt * kScalars]);
+        }
+      }
       // Norms: lane group cg takes tokens cg, cg + team_threads, ...
       for (int tt = cg; tt < nt; tt += Map::team_threads) {
-        const float qq = lane_sum_squares<kRows, kLanes, kNormAcc>(sq + tt * Dk + lane);
-        const float kk = lane_sum_squares<kRows, kLanes, kNormAcc>(sk + tt * Dk + lane);
+        const float qq = lane_sum_squares<kRows, kLanes, kNormAcc>(q_lane + tt * Dk);
+        const float kk = lane_sum_squares<kRows, kLanes, kNormAcc>(k_lane + tt * Dk);
         if (lane == 0) {
           ssc[tt * kScalars + 2] = query_factor(qq, m_q_scale);
           ssc[tt * kScalars + 3] = key_inv_norm(kk);
@@ -155,13 +182,13 @@ struct RecurrenceKernel {
       team.team_barrier();
       for (int tt = 0; tt < nt; ++tt) {
         float v[kCols];
-        GDN_UNROLL
-        for (int c = 0; c < kCols; ++c) v[c] = sv[tt * kTeamCols + cg * kCols + c];
-        const float* sc = ssc + tt * kScalars;
+        load_scratch<kCols>(sv + tt * kTeamCols + cg * kCols, v);
+        float sc[kScalars];
+        load_scratch<kScalars>(ssc + tt * kScalars, sc);
         float u[kCols];
         float o[kCols];
-        token_step<kRows, kCols, kLanes, kAcc>(s, sk + tt * Dk + lane, sq + tt * Dk + lane, v, sc[0],
-                                               sc[1], sc[3], u, o);
+        token_step<kRows, kCols, kLanes, kAcc>(s, k_lane + tt * Dk, q_lane + tt * Dk, v, sc[0], sc[1], sc[3],
+                                               u, o);
         const float qf = sc[2];
         const std::uint32_t tok = tok0 + static_cast<std::uint32_t>(tt);
         // Lane l writes the columns c with c % row_lanes == l: one store per value.

@@ -44,6 +44,54 @@ KOKKOS_FORCEINLINE_FUNCTION float query_factor(float sum_sq, float q_scale) {
   return q_scale / sqrtf(sum_sq + 1e-6f);
 }
 
+/// \brief Where the staged key and query rows live in team scratch.
+///
+/// Lane `l` of a group of `Lanes` owns rows `i = r*Lanes + l`. With one lane
+/// the staged rows are in natural order. With several, a lane's rows are
+/// grouped in fours: row `i` sits at `((r/4)*Lanes + l)*4 + r%4`, so a lane
+/// reads four of its rows with one 16-byte load and the lanes of a group
+/// read consecutive 16-byte words (no bank conflicts).
+template <int Lanes>
+KOKKOS_FORCEINLINE_FUNCTION constexpr int staged_row(int i) {
+  if constexpr (Lanes == 1) {
+    return i;
+  } else {
+    return ((i / Lanes / 4) * Lanes + i % Lanes) * 4 + (i / Lanes) % 4;
+  }
+}
+
+/// Offset of lane `lane`'s first staged row (the `x` that the functions below take).
+template <int Lanes>
+KOKKOS_FORCEINLINE_FUNCTION constexpr int staged_lane_base(int lane) {
+  return Lanes == 1 ? lane : lane * 4;
+}
+
+/// Offset of this lane's r-th row from its base (see staged_row).
+template <int Lanes>
+KOKKOS_FORCEINLINE_FUNCTION constexpr int staged_lane_row(int r) {
+  if constexpr (Lanes == 1) {
+    return r;
+  } else {
+    return (r / 4) * 4 * Lanes + r % 4;
+  }
+}
+
+/// Rows per fetch from scratch: 4 (one 16-byte load) with several lanes, A with one.
+template <int Lanes, int A>
+constexpr int staged_fetch = Lanes == 1 ? A : 4;
+
+/// Load this lane's rows r .. r+V-1 (r a multiple of V) from staged scratch.
+template <int Lanes, int V>
+KOKKOS_FORCEINLINE_FUNCTION void load_lane_rows(const float* x, int r, float (&d)[V]) {
+  if constexpr (Lanes == 1) {
+    GDN_UNROLL
+    for (int e = 0; e < V; ++e) d[e] = x[r + e];
+  } else {
+    static_assert(V == 4, "lanes read their rows four at a time");
+    load_scratch<4>(x + r * Lanes, d);
+  }
+}
+
 /// Combine A partial sums per column in a fixed tree order into acc[0].
 template <int A, int C>
 KOKKOS_FORCEINLINE_FUNCTION void combine_partials(float (&acc)[A][C]) {
@@ -58,7 +106,7 @@ KOKKOS_FORCEINLINE_FUNCTION void combine_partials(float (&acc)[A][C]) {
   }
 }
 
-/// Sum of squares of the `Rows` values `x[r*Lanes]` of this lane, then over the lane group.
+/// Sum of squares of this lane's `Rows` staged rows (`x` = its staged base), then over the lane group.
 template <int Rows, int Lanes, int A>
 KOKKOS_FORCEINLINE_FUNCTION float lane_sum_squares(const float* x) {
   static_assert(Rows % A == 0, "norm accumulators must divide the rows per lane");
@@ -69,7 +117,7 @@ KOKKOS_FORCEINLINE_FUNCTION float lane_sum_squares(const float* x) {
   for (int r = 0; r < Rows; r += A) {
     GDN_UNROLL
     for (int a = 0; a < A; ++a) {
-      const float v = x[(r + a) * Lanes];
+      const float v = x[staged_lane_row<Lanes>(r + a)];
       acc[a][0] = fmaf(v, v, acc[a][0]);
     }
   }
@@ -82,8 +130,8 @@ KOKKOS_FORCEINLINE_FUNCTION float lane_sum_squares(const float* x) {
 /// \brief One token of the recurrence on one lane's fragment of the state.
 ///
 /// The lane owns rows `r*Lanes + lane` (r < Rows) of `Cols` consecutive
-/// columns: `s[r][c]`. `k` and `q` point at this lane's first row of the
-/// staged key and query (stride `Lanes`), `v` holds the lane's columns of the
+/// columns: `s[r][c]`. `k` and `q` point at this lane's staged base of the
+/// key and query (staged_row layout), `v` holds the lane's columns of the
 /// value. On return `s` is the updated fragment, `u` the delta factors and
 /// `o` the un-scaled readout `sum_i S[i][j] q[i]` of the lane's columns
 /// (identical in every lane of the group).
@@ -91,7 +139,11 @@ template <int Rows, int Cols, int Lanes, int A>
 KOKKOS_FORCEINLINE_FUNCTION void token_step(float (&s)[Rows][Cols], const float* k, const float* q,
                                             const float (&v)[Cols], float decay, float beta,
                                             float kinv, float (&u)[Cols], float (&o)[Cols]) {
-  static_assert(Rows % A == 0, "row accumulators must divide the rows per lane");
+  // Rows are fetched V at a time; row r always feeds partial sum r % A, in
+  // increasing r, whatever V is.
+  constexpr int V = staged_fetch<Lanes, A>;
+  static_assert(Rows % A == 0 && Rows % V == 0 && V % A == 0,
+                "row accumulators and fetch width must divide the rows per lane");
   // kv[j] = sum_i (S[i][j]*decay) k[i], decaying the fragment on the way.
   float acc[A][Cols];
   GDN_UNROLL
@@ -100,15 +152,17 @@ KOKKOS_FORCEINLINE_FUNCTION void token_step(float (&s)[Rows][Cols], const float*
     for (int c = 0; c < Cols; ++c) acc[a][c] = 0.0f;
   }
   GDN_UNROLL
-  for (int r = 0; r < Rows; r += A) {
+  for (int r = 0; r < Rows; r += V) {
+    float kr[V];
+    load_lane_rows<Lanes>(k, r, kr);
     GDN_UNROLL
-    for (int a = 0; a < A; ++a) {
-      const float kr = k[(r + a) * Lanes];
+    for (int e = 0; e < V; ++e) {
+      const int a = e % A;
       GDN_UNROLL
       for (int c = 0; c < Cols; ++c) {
-        const float sd = decay_state(s[r + a][c], decay);
-        s[r + a][c] = sd;
-        acc[a][c] = fmaf(sd, kr, acc[a][c]);
+        const float sd = decay_state(s[r + e][c], decay);
+        s[r + e][c] = sd;
+        acc[a][c] = fmaf(sd, kr[e], acc[a][c]);
       }
     }
   }
@@ -127,16 +181,19 @@ KOKKOS_FORCEINLINE_FUNCTION void token_step(float (&s)[Rows][Cols], const float*
     for (int c = 0; c < Cols; ++c) acc[a][c] = 0.0f;
   }
   GDN_UNROLL
-  for (int r = 0; r < Rows; r += A) {
+  for (int r = 0; r < Rows; r += V) {
+    float kr[V];
+    float qr[V];
+    load_lane_rows<Lanes>(k, r, kr);
+    load_lane_rows<Lanes>(q, r, qr);
     GDN_UNROLL
-    for (int a = 0; a < A; ++a) {
-      const float kr = k[(r + a) * Lanes];
-      const float qr = q[(r + a) * Lanes];
+    for (int e = 0; e < V; ++e) {
+      const int a = e % A;
       GDN_UNROLL
       for (int c = 0; c < Cols; ++c) {
-        const float sn = delta_update(kr, u[c], s[r + a][c]);
-        s[r + a][c] = sn;
-        acc[a][c] = fmaf(sn, qr, acc[a][c]);
+        const float sn = delta_update(kr[e], u[c], s[r + e][c]);
+        s[r + e][c] = sn;
+        acc[a][c] = fmaf(sn, qr[e], acc[a][c]);
       }
     }
   }
