@@ -70,7 +70,7 @@ void check_recurrence_indices(const ArgCheck& c, const ExecSpace& space, const I
   }
 }
 
-/// Teams of one recurrence launch (B * nv * column tiles), checked against INT_MAX.
+/// Work items of one recurrence launch (B * nv * column tiles), checked against INT_MAX.
 template <class ExecSpace>
 long long recurrence_league(const HeadConfig& cfg, std::size_t batch) {
   using Map = RecurrenceMapping<ExecSpace>;
@@ -105,7 +105,10 @@ void launch_recurrence(const char* label, const ExecSpace& space, const HeadConf
     k.m_ring_len = Verify ? static_cast<int>(ring.extent(2)) : 0;
     k.m_key_dim = cfg.key_dim();
     k.m_q_scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(Dk)));
-    const long long league = static_cast<long long>(slots.extent(0)) * cfg.num_value_heads * k.m_tiles;
+    const long long items = recurrence_league<ExecSpace>(cfg, slots.extent(0));  // <= INT_MAX (checked)
+    k.m_items = static_cast<int>(items);
+    const long long league = launch_teams(space, items, Kernel::Map::persistent_teams_per_sm,
+                                          static_cast<long long>(sizeof(float)) * Kernel::scratch_floats());
     launch_team_kernel(label, space, league, Kernel::Map::team_threads, Kernel::Map::row_lanes, k);
   };
   if (cfg.key_head_dim == 64) {

@@ -26,6 +26,7 @@
 #include <Kokkos_Core.hpp>
 
 #include <cstdint>
+#include <cstring>
 
 #if defined(__CUDA_ARCH__)
 #define GDN_UNROLL _Pragma("unroll")
@@ -74,6 +75,8 @@ struct RecurrenceMapping {
   static constexpr int norm_accumulators = 16; ///< partial sums for the q/k norms
   static constexpr int chunk_tokens = 16;      ///< tokens staged per team barrier
   static constexpr int min_teams_per_sm = 1;   ///< launch bound (GPU only)
+  static constexpr int persistent_teams_per_sm = 0;  ///< 0: one team per work item
+  static constexpr bool prefetch_state = false;  ///< copy the next item's state into scratch during this one
   using schedule = Kokkos::Schedule<Kokkos::Dynamic>;
 };
 
@@ -107,6 +110,12 @@ struct FoldMapping {
 #ifndef GDN_CUDA_CHUNK_TOKENS
 #define GDN_CUDA_CHUNK_TOKENS 8
 #endif
+#ifndef GDN_CUDA_PERSISTENT
+#define GDN_CUDA_PERSISTENT 1
+#endif
+#ifndef GDN_CUDA_PREFETCH
+#define GDN_CUDA_PREFETCH 1
+#endif
 #ifndef GDN_CUDA_FOLD_ROWS
 #define GDN_CUDA_FOLD_ROWS 32
 #endif
@@ -116,6 +125,10 @@ struct FoldMapping {
 /// CUDA: `row_lanes` lanes split the rows of `cols_per_lane` columns; with the
 /// defaults (8 x 4) a warp covers 16 columns and a lane holds (Dk/8) x 4
 /// state values in registers; 8 lane groups per team cover a 32-column tile.
+/// Persistent teams (as many as are resident, `min_teams_per_sm` per SM) loop
+/// over the work items; while a team computes one item, the asynchronous
+/// copy of its next item's state tile into scratch is in flight (no
+/// registers held), so loads and arithmetic overlap within every team.
 template <>
 struct RecurrenceMapping<Kokkos::Cuda> {
   static constexpr int row_lanes = GDN_CUDA_ROW_LANES;
@@ -125,6 +138,8 @@ struct RecurrenceMapping<Kokkos::Cuda> {
   static constexpr int norm_accumulators = 1;
   static constexpr int chunk_tokens = GDN_CUDA_CHUNK_TOKENS;
   static constexpr int min_teams_per_sm = GDN_CUDA_MIN_TEAMS;
+  static constexpr int persistent_teams_per_sm = GDN_CUDA_PERSISTENT ? GDN_CUDA_MIN_TEAMS : 0;
+  static constexpr bool prefetch_state = GDN_CUDA_PERSISTENT && GDN_CUDA_PREFETCH;
   using schedule = Kokkos::Schedule<Kokkos::Static>;
   static_assert(row_lanes >= 1 && row_lanes <= 32 && (row_lanes & (row_lanes - 1)) == 0,
                 "GDN_CUDA_ROW_LANES must be a power of two <= 32");
@@ -143,6 +158,41 @@ struct FoldMapping<Kokkos::Cuda, StateT> {
   using schedule = Kokkos::Schedule<Kokkos::Static>;
 };
 #endif
+
+/// How many teams to launch for `items` work items of a kernel whose mapping
+/// asks for `teams_per_sm` persistent teams: one team per item on the host
+/// (and when `teams_per_sm` is 0); on CUDA at most the teams that are
+/// resident at once (SMs x teams per SM, fewer if `scratch_bytes` per team
+/// does not fit that many in an SM's shared memory).
+template <class ExecSpace>
+long long launch_teams(const ExecSpace&, long long items, int /*teams_per_sm*/, long long /*scratch_bytes*/) {
+  return items;
+}
+
+#if defined(KOKKOS_ENABLE_CUDA)
+inline long long launch_teams(const Kokkos::Cuda& space, long long items, int teams_per_sm,
+                              long long scratch_bytes) {
+  if (teams_per_sm <= 0) return items;
+  const cudaDeviceProp& prop = space.cuda_device_prop();
+  // Kokkos adds a few bytes of team scratch of its own; the driver reserves
+  // reservedSharedMemPerBlock per block.
+  const long long per_team = scratch_bytes + 256 + static_cast<long long>(prop.reservedSharedMemPerBlock);
+  long long per_sm = static_cast<long long>(prop.sharedMemPerMultiprocessor) / per_team;
+  per_sm = per_sm < teams_per_sm ? per_sm : teams_per_sm;
+  per_sm = per_sm < 1 ? 1 : per_sm;
+  const long long resident = per_sm * prop.multiProcessorCount;
+  return items < resident ? items : resident;
+}
+#endif
+
+/// a[i] for a run-time i without indexing a register array (a select chain).
+template <int N>
+KOKKOS_FORCEINLINE_FUNCTION float pick(const float (&a)[N], int i) {
+  float r = a[0];
+  GDN_UNROLL
+  for (int n = 1; n < N; ++n) r = (i == n) ? a[n] : r;
+  return r;
+}
 
 /// The lane index inside a lane group (Kokkos vector lane); 0 on the host.
 KOKKOS_FORCEINLINE_FUNCTION int vector_lane() {
@@ -292,6 +342,26 @@ KOKKOS_FORCEINLINE_FUNCTION void stage_async(float* scratch_dst, const float* sr
 
 KOKKOS_FORCEINLINE_FUNCTION void stage_async(float* scratch_dst, const bf16* src) {
   *scratch_dst = to_float(*src);
+}
+
+/// Copy `Bytes` bytes (CUDA: 4, 8 or 16, aligned to that) from global memory
+/// into team scratch, asynchronously like `stage_async`.
+template <int Bytes, class T>
+KOKKOS_FORCEINLINE_FUNCTION void stage_async_bytes(T* scratch_dst, const T* src) {
+#if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ >= 800)
+  static_assert(Bytes == 4 || Bytes == 8 || Bytes == 16, "cp.async copies 4, 8 or 16 bytes");
+  const unsigned dst = static_cast<unsigned>(__cvta_generic_to_shared(scratch_dst));
+  if constexpr (Bytes == 16) {  // .cg: streamed through L2 only
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(dst), "l"(__cvta_generic_to_global(src))
+                 : "memory");
+  } else {
+    asm volatile("cp.async.ca.shared.global [%0], [%1], %2;\n" ::"r"(dst), "l"(__cvta_generic_to_global(src)),
+                 "n"(Bytes)
+                 : "memory");
+  }
+#else
+  std::memcpy(static_cast<void*>(scratch_dst), static_cast<const void*>(src), Bytes);
+#endif
 }
 
 /// Wait until this thread's `stage_async` copies have landed in scratch.

@@ -87,49 +87,129 @@ struct RecurrenceKernel {
   long m_key_dim = 0;
   float m_q_scale = 1.0f;
 
-  // +4: room to align the staging arrays to 16 bytes.
-  KOKKOS_INLINE_FUNCTION static constexpr int scratch_floats() { return kChunk * (2 * Dk + kTeamCols + kScalars) + 4; }
+  int m_items = 0;  // B * nv * tiles_per_head()
+
+  /// Floats of the state prefetch buffer: one tile of the state, when the mapping prefetches.
+  static constexpr int kStateBufFloats =
+      Map::prefetch_state ? Dk * kTeamCols * static_cast<int>(sizeof(StateT)) / 4 : 0;
+  /// Bytes of one lane's row of its fragment (one asynchronous copy).
+  static constexpr int kFragRowBytes = kCols * static_cast<int>(sizeof(StateT));
+  static_assert(!Map::prefetch_state || kFragRowBytes == 4 || kFragRowBytes == 8 || kFragRowBytes == 16,
+                "state prefetch copies 4, 8 or 16 bytes per fragment row");
+
+  // +4: room to align the scratch arrays to 16 bytes.
+  KOKKOS_INLINE_FUNCTION static constexpr int scratch_floats() {
+    return kStateBufFloats + kChunk * (2 * Dk + kTeamCols + kScalars) + 4;
+  }
   KOKKOS_INLINE_FUNCTION static constexpr int tiles_per_head() { return Dk / kTeamCols; }
 
+  /// Team scratch: the state prefetch buffer (fragment row r of thread t at
+  /// (r*kThreads + t)*kCols values), then the staged chunk.
+  struct Scratch {
+    StateT* sbuf;
+    float* sk;   // [chunk, Dk], staged_row order
+    float* sq;   // [chunk, Dk], staged_row order
+    float* sv;   // [chunk, cols_per_team]
+    float* ssc;  // [chunk, 4]: decay, beta, qf, kinv
+  };
+
+  KOKKOS_INLINE_FUNCTION int row_length(int item) const {
+    const int b = item / (m_tiles * m_nv);
+    return static_cast<int>(m_offsets(b + 1) - m_offsets(b));
+  }
+
+  KOKKOS_INLINE_FUNCTION StateT* state_fragment(int item, int lane, int cg) const {
+    const int tile = item % m_tiles;
+    const int h = (item / m_tiles) % m_nv;
+    const int b = item / (m_tiles * m_nv);
+    return m_state.data() + (static_cast<std::size_t>(m_slots(b)) * m_nv + h) * Dk * Dk +
+           static_cast<std::size_t>(lane) * Dk + tile * kTeamCols + cg * kCols;
+  }
+
+  /// Start the asynchronous copy of this thread's fragment of `item` into the prefetch buffer.
+  KOKKOS_INLINE_FUNCTION void prefetch_fragment(const Scratch& sc, int item, int lane, int cg) const {
+    const StateT* const src = state_fragment(item, lane, cg);
+    const int tid = cg * kLanes + lane;
+    GDN_UNROLL
+    for (int r = 0; r < kRows; ++r) {
+      stage_async_bytes<kFragRowBytes>(sc.sbuf + (r * kThreads + tid) * kCols, src + r * kLanes * Dk);
+    }
+  }
+
   KOKKOS_INLINE_FUNCTION void operator()(const Member& team) const {
-    const int league = team.league_rank();
-    const int tile = league % m_tiles;
-    const int h = (league / m_tiles) % m_nv;
-    const int b = league / (m_tiles * m_nv);
+    ScratchView scratch(team.team_scratch(0), scratch_floats());
+    float* const base = align16(scratch.data());
+    Scratch sc;
+    sc.sbuf = reinterpret_cast<StateT*>(base);
+    sc.sk = base + kStateBufFloats;
+    sc.sq = sc.sk + kChunk * Dk;
+    sc.sv = sc.sq + kChunk * Dk;
+    sc.ssc = sc.sv + kChunk * kTeamCols;
+    // Persistent teams (CUDA) take items league_rank, + league_size, ...; on
+    // the host each team has one item.
+    bool prefetched = false;
+    for (int item = team.league_rank(); item < m_items; item += team.league_size()) {
+      prefetched = run_item(team, sc, item, item + team.league_size(), prefetched);
+    }
+  }
+
+  /// One work item (sequence b, value head h, column tile). `prefetched`: this
+  /// thread's fragment of the state is in the prefetch buffer (in flight).
+  /// Returns whether it started the prefetch of item `next`.
+  KOKKOS_INLINE_FUNCTION bool run_item(const Member& team, const Scratch& sc, int item, int next,
+                                       bool prefetched) const {
+    const int tile = item % m_tiles;
+    const int h = (item / m_tiles) % m_nv;
+    const int b = item / (m_tiles * m_nv);
     const std::uint32_t t_begin = m_offsets(b);
     const std::uint32_t t_end = m_offsets(b + 1);
-    if (t_end <= t_begin) return;  // empty row: nothing read, nothing written
+    if (t_end <= t_begin) return false;  // empty row: nothing read, nothing written (never prefetched)
     const int len = static_cast<int>(t_end - t_begin);
     const bool record = Verify && len <= m_ring_len;
     const int kh = h / m_group;
     const int g = h % m_group;
     const int lane = vector_lane();
     const int cg = team.team_rank();
+    const int tid = cg * kLanes + lane;  // thread index in the team
     const int tile_col0 = tile * kTeamCols;
     const int col0 = tile_col0 + cg * kCols;  // first state column of this lane
     const std::uint32_t ring_row = record ? m_ring_slots(b) : 0u;
 
-    StateT* const state_head =
-        m_state.data() + (static_cast<std::size_t>(m_slots(b)) * m_nv + h) * Dk * Dk;
+    StateT* const frag = state_fragment(item, lane, cg);
     float s[kRows][kCols];
-    GDN_UNROLL
-    for (int r = 0; r < kRows; ++r) load_vec(state_head + (r * kLanes + lane) * Dk + col0, s[r]);
+    if (prefetched) {
+      stage_wait();  // only this thread's own copies are read: no barrier needed
+      GDN_UNROLL
+      for (int r = 0; r < kRows; ++r) load_vec(sc.sbuf + (r * kThreads + tid) * kCols, s[r]);
+    } else {
+      GDN_UNROLL
+      for (int r = 0; r < kRows; ++r) load_vec(frag + r * kLanes * Dk, s[r]);
+    }
 
-    ScratchView scratch(team.team_scratch(0), scratch_floats());
-    float* const sk = align16(scratch.data());  // [chunk, Dk], staged_row order
-    float* const sq = sk + kChunk * Dk;            // [chunk, Dk], staged_row order
-    float* const sv = sq + kChunk * Dk;            // [chunk, cols_per_team]
-    float* const ssc = sv + kChunk * kTeamCols;    // [chunk, 4]: decay, beta, qf, kinv
+    float* const sk = sc.sk;
+    float* const sq = sc.sq;
+    float* const sv = sc.sv;
+    float* const ssc = sc.ssc;
     const long q_base = static_cast<long>(kh) * Dk;
     const long k_base = m_key_dim + q_base;
     const long v_base = 2 * m_key_dim + static_cast<long>(h) * Dk + tile_col0;
     const bool write_key = record && g == 0 && tile == 0;
     const bool write_decay = record && tile == 0;
-    const int tid = cg * kLanes + lane;  // thread index in the team
     const long x_tok = static_cast<long>(m_qkv.stride(0));
     const long x_chan = static_cast<long>(m_qkv.stride(1));
     const float* const k_lane = sk + staged_lane_base<kLanes>(lane);
     const float* const q_lane = sq + staged_lane_base<kLanes>(lane);
+    // Output and record stores: with at least 2*cols_per_lane lanes, lane l < C
+    // writes out column l and lane C + l the record's u of column l (one store
+    // each per token); otherwise lane l writes the columns c with c % lanes == l.
+    constexpr bool kSplitStores = kLanes >= 2 * kCols;
+    const int my_col = kSplitStores ? (lane % kCols) : 0;
+    float* const out_col = &m_out(t_begin, static_cast<long>(h) * Dk + col0 + my_col);
+    const long out_tok = static_cast<long>(m_out.stride(0));
+    RingT* const rec_u = record ? &m_ring(ring_row, kh, 0, Dk + g * Dk + col0 + my_col) : nullptr;
+    const long rec_stride = static_cast<long>(m_ring.stride(2));
+    bool prefetching = false;
+    (void)next;
 
     for (int c0 = 0; c0 < len; c0 += kChunk) {
       const int nt = (len - c0 < kChunk) ? (len - c0) : kChunk;
@@ -159,6 +239,14 @@ struct RecurrenceKernel {
       }
       stage_wait();
       team.team_barrier();
+      // The prefetch buffer was read (above) before this barrier: refill it
+      // with the next item's state while this item computes.
+      if constexpr (Map::prefetch_state) {
+        if (c0 == 0 && next < m_items && row_length(next) > 0) {
+          prefetch_fragment(sc, next, lane, cg);
+          prefetching = true;
+        }
+      }
       if (write_key) {
         for (int e = tid; e < nt * Dk; e += kThreads) {
           m_ring(ring_row, kh, c0 + e / Dk, e % Dk) =
@@ -183,24 +271,29 @@ struct RecurrenceKernel {
       for (int tt = 0; tt < nt; ++tt) {
         float v[kCols];
         load_scratch<kCols>(sv + tt * kTeamCols + cg * kCols, v);
-        float sc[kScalars];
-        load_scratch<kScalars>(ssc + tt * kScalars, sc);
+        float scal[kScalars];
+        load_scratch<kScalars>(ssc + tt * kScalars, scal);
         float u[kCols];
         float o[kCols];
-        token_step<kRows, kCols, kLanes, kAcc>(s, k_lane + tt * Dk, q_lane + tt * Dk, v, sc[0], sc[1], sc[3],
-                                               u, o);
-        const float qf = sc[2];
-        const std::uint32_t tok = tok0 + static_cast<std::uint32_t>(tt);
-        // Lane l writes the columns c with c % row_lanes == l: one store per value.
-        GDN_UNROLL
-        for (int c = 0; c < kCols; ++c) {
-          if (c % kLanes == lane) m_out(tok, static_cast<long>(h) * Dk + col0 + c) = qf * o[c];
-        }
-        if (record) {
+        token_step<kRows, kCols, kLanes, kAcc>(s, k_lane + tt * Dk, q_lane + tt * Dk, v, scal[0], scal[1],
+                                               scal[3], u, o);
+        const float qf = scal[2];
+        const int p = c0 + tt;  // position in the row
+        if constexpr (kSplitStores) {
+          if (lane < kCols) {
+            out_col[p * out_tok] = qf * pick(o, my_col);
+          } else if (record && lane < 2 * kCols) {
+            rec_u[p * rec_stride] = from_float<RingT>(pick(u, my_col));
+          }
+        } else {
           GDN_UNROLL
           for (int c = 0; c < kCols; ++c) {
-            if (c % kLanes == lane) {
-              m_ring(ring_row, kh, c0 + tt, Dk + g * Dk + col0 + c) = from_float<RingT>(u[c]);
+            if (c % kLanes == lane) out_col[p * out_tok + c * static_cast<long>(m_out.stride(1))] = qf * o[c];
+          }
+          if (record) {
+            GDN_UNROLL
+            for (int c = 0; c < kCols; ++c) {
+              if (c % kLanes == lane) rec_u[p * rec_stride + c] = from_float<RingT>(u[c]);
             }
           }
         }
@@ -209,8 +302,9 @@ struct RecurrenceKernel {
     }
     if (!record) {
       GDN_UNROLL
-      for (int r = 0; r < kRows; ++r) store_vec(state_head + (r * kLanes + lane) * Dk + col0, s[r]);
+      for (int r = 0; r < kRows; ++r) store_vec(frag + r * kLanes * Dk, s[r]);
     }
+    return prefetching;
   }
 };
 
