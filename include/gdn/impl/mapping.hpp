@@ -108,7 +108,7 @@ struct FoldMapping {
 #define GDN_CUDA_MIN_TEAMS 8
 #endif
 #ifndef GDN_CUDA_CHUNK_TOKENS
-#define GDN_CUDA_CHUNK_TOKENS 8
+#define GDN_CUDA_CHUNK_TOKENS 4
 #endif
 #ifndef GDN_CUDA_PERSISTENT
 #define GDN_CUDA_PERSISTENT 1

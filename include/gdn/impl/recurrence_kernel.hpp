@@ -97,214 +97,234 @@ struct RecurrenceKernel {
   static_assert(!Map::prefetch_state || kFragRowBytes == 4 || kFragRowBytes == 8 || kFragRowBytes == 16,
                 "state prefetch copies 4, 8 or 16 bytes per fragment row");
 
+  /// Floats of one staged chunk: k, q (Dk each per token), the tile's v, 4 scalars.
+  static constexpr int kChunkFloats = kChunk * (2 * Dk + kTeamCols + kScalars);
+  static_assert(kChunkFloats % 4 == 0, "the second chunk buffer must stay 16-byte aligned");
+
   // +4: room to align the scratch arrays to 16 bytes.
-  KOKKOS_INLINE_FUNCTION static constexpr int scratch_floats() {
-    return kStateBufFloats + kChunk * (2 * Dk + kTeamCols + kScalars) + 4;
-  }
+  KOKKOS_INLINE_FUNCTION static constexpr int scratch_floats() { return kStateBufFloats + 2 * kChunkFloats + 4; }
   KOKKOS_INLINE_FUNCTION static constexpr int tiles_per_head() { return Dk / kTeamCols; }
 
-  /// Team scratch: the state prefetch buffer (fragment row r of thread t at
-  /// (r*kThreads + t)*kCols values), then the staged chunk.
-  struct Scratch {
-    StateT* sbuf;
+  /// One staged chunk in team scratch (two of them: one computed on, one filling).
+  struct ChunkBuf {
     float* sk;   // [chunk, Dk], staged_row order
     float* sq;   // [chunk, Dk], staged_row order
     float* sv;   // [chunk, cols_per_team]
     float* ssc;  // [chunk, 4]: decay, beta, qf, kinv
+    KOKKOS_INLINE_FUNCTION explicit ChunkBuf(float* p)
+        : sk(p), sq(p + kChunk * Dk), sv(p + 2 * kChunk * Dk), ssc(p + 2 * kChunk * Dk + kChunk * kTeamCols) {}
   };
 
-  KOKKOS_INLINE_FUNCTION int row_length(int item) const {
-    const int b = item / (m_tiles * m_nv);
-    return static_cast<int>(m_offsets(b + 1) - m_offsets(b));
-  }
+  /// A stage of a team's work: chunk [c0, c0 + chunk_tokens) of work item `item`.
+  struct Stage {
+    int item = -1;  // -1: none
+    int c0 = 0;
+  };
 
-  KOKKOS_INLINE_FUNCTION StateT* state_fragment(int item, int lane, int cg) const {
-    const int tile = item % m_tiles;
-    const int h = (item / m_tiles) % m_nv;
-    const int b = item / (m_tiles * m_nv);
-    return m_state.data() + (static_cast<std::size_t>(m_slots(b)) * m_nv + h) * Dk * Dk +
-           static_cast<std::size_t>(lane) * Dk + tile * kTeamCols + cg * kCols;
-  }
+  /// Everything about a work item (sequence b, value head h, column tile).
+  struct Item {
+    int tile, h, b, kh, g, len;
+    std::uint32_t t_begin;
+    KOKKOS_INLINE_FUNCTION Item(const RecurrenceKernel& k, int item)
+        : tile(item % k.m_tiles),
+          h((item / k.m_tiles) % k.m_nv),
+          b(item / (k.m_tiles * k.m_nv)),
+          kh(h / k.m_group),
+          g(h % k.m_group),
+          len(static_cast<int>(k.m_offsets(b + 1) - k.m_offsets(b))),
+          t_begin(k.m_offsets(b)) {}
+  };
 
-  /// Start the asynchronous copy of this thread's fragment of `item` into the prefetch buffer.
-  KOKKOS_INLINE_FUNCTION void prefetch_fragment(const Scratch& sc, int item, int lane, int cg) const {
-    const StateT* const src = state_fragment(item, lane, cg);
-    const int tid = cg * kLanes + lane;
-    GDN_UNROLL
-    for (int r = 0; r < kRows; ++r) {
-      stage_async_bytes<kFragRowBytes>(sc.sbuf + (r * kThreads + tid) * kCols, src + r * kLanes * Dk);
+  /// The first item at or after `item` (stepping by `stride`) with a non-empty row; -1 if none.
+  KOKKOS_INLINE_FUNCTION int next_nonempty(int item, int stride) const {
+    for (; item < m_items; item += stride) {
+      const int b = item / (m_tiles * m_nv);
+      if (m_offsets(b + 1) > m_offsets(b)) return item;
     }
+    return -1;
   }
 
-  KOKKOS_INLINE_FUNCTION void operator()(const Member& team) const {
-    ScratchView scratch(team.team_scratch(0), scratch_floats());
-    float* const base = align16(scratch.data());
-    Scratch sc;
-    sc.sbuf = reinterpret_cast<StateT*>(base);
-    sc.sk = base + kStateBufFloats;
-    sc.sq = sc.sk + kChunk * Dk;
-    sc.sv = sc.sq + kChunk * Dk;
-    sc.ssc = sc.sv + kChunk * kTeamCols;
-    // Persistent teams (CUDA) take items league_rank, + league_size, ...; on
-    // the host each team has one item.
-    bool prefetched = false;
-    for (int item = team.league_rank(); item < m_items; item += team.league_size()) {
-      prefetched = run_item(team, sc, item, item + team.league_size(), prefetched);
-    }
-  }
-
-  /// One work item (sequence b, value head h, column tile). `prefetched`: this
-  /// thread's fragment of the state is in the prefetch buffer (in flight).
-  /// Returns whether it started the prefetch of item `next`.
-  KOKKOS_INLINE_FUNCTION bool run_item(const Member& team, const Scratch& sc, int item, int next,
-                                       bool prefetched) const {
-    const int tile = item % m_tiles;
-    const int h = (item / m_tiles) % m_nv;
-    const int b = item / (m_tiles * m_nv);
-    const std::uint32_t t_begin = m_offsets(b);
-    const std::uint32_t t_end = m_offsets(b + 1);
-    if (t_end <= t_begin) return false;  // empty row: nothing read, nothing written (never prefetched)
-    const int len = static_cast<int>(t_end - t_begin);
-    const bool record = Verify && len <= m_ring_len;
-    const int kh = h / m_group;
-    const int g = h % m_group;
-    const int lane = vector_lane();
-    const int cg = team.team_rank();
-    const int tid = cg * kLanes + lane;  // thread index in the team
-    const int tile_col0 = tile * kTeamCols;
-    const int col0 = tile_col0 + cg * kCols;  // first state column of this lane
-    const std::uint32_t ring_row = record ? m_ring_slots(b) : 0u;
-
-    StateT* const frag = state_fragment(item, lane, cg);
-    float s[kRows][kCols];
-    if (prefetched) {
-      stage_wait();  // only this thread's own copies are read: no barrier needed
-      GDN_UNROLL
-      for (int r = 0; r < kRows; ++r) load_vec(sc.sbuf + (r * kThreads + tid) * kCols, s[r]);
+  KOKKOS_INLINE_FUNCTION Stage next_stage(const Stage& st, int stride) const {
+    Stage n;
+    const Item it(*this, st.item);
+    if (st.c0 + kChunk < it.len) {
+      n.item = st.item;
+      n.c0 = st.c0 + kChunk;
     } else {
-      GDN_UNROLL
-      for (int r = 0; r < kRows; ++r) load_vec(frag + r * kLanes * Dk, s[r]);
+      n.item = next_nonempty(st.item + stride, stride);
     }
+    return n;
+  }
 
-    float* const sk = sc.sk;
-    float* const sq = sc.sq;
-    float* const sv = sc.sv;
-    float* const ssc = sc.ssc;
-    const long q_base = static_cast<long>(kh) * Dk;
+  /// This thread's fragment of the state of `item`: row r at + r * row_lanes * Dk.
+  KOKKOS_INLINE_FUNCTION StateT* state_fragment(const Item& it, int lane, int cg) const {
+    return m_state.data() + (static_cast<std::size_t>(m_slots(it.b)) * m_nv + it.h) * Dk * Dk +
+           static_cast<std::size_t>(lane) * Dk + it.tile * kTeamCols + cg * kCols;
+  }
+
+  /// Start this thread's copies of a stage's inputs (and, at the start of an
+  /// item when the mapping prefetches, of its state fragment) into scratch.
+  /// Every input value is read from global memory once per team.
+  KOKKOS_INLINE_FUNCTION void issue_stage(const Stage& st, const ChunkBuf& buf, StateT* sbuf, int lane,
+                                          int cg) const {
+    const Item it(*this, st.item);
+    const int tid = cg * kLanes + lane;
+    const int nt = (it.len - st.c0 < kChunk) ? (it.len - st.c0) : kChunk;
+    const std::uint32_t tok0 = it.t_begin + static_cast<std::uint32_t>(st.c0);
+    const long q_base = static_cast<long>(it.kh) * Dk;
     const long k_base = m_key_dim + q_base;
-    const long v_base = 2 * m_key_dim + static_cast<long>(h) * Dk + tile_col0;
-    const bool write_key = record && g == 0 && tile == 0;
-    const bool write_decay = record && tile == 0;
+    const long v_base = 2 * m_key_dim + static_cast<long>(it.h) * Dk + it.tile * kTeamCols;
     const long x_tok = static_cast<long>(m_qkv.stride(0));
     const long x_chan = static_cast<long>(m_qkv.stride(1));
-    const float* const k_lane = sk + staged_lane_base<kLanes>(lane);
-    const float* const q_lane = sq + staged_lane_base<kLanes>(lane);
+    const float* const x0 = &m_qkv(tok0, 0);  // token tok0 + tt at x0 + tt * x_tok
+    GDN_NO_UNROLL
+    for (int i = tid; i < Dk; i += kThreads) {
+      const int si = staged_row<kLanes>(i);
+      const float* const xk = x0 + (k_base + i) * x_chan;
+      const float* const xq = x0 + (q_base + i) * x_chan;
+      GDN_NO_UNROLL
+      for (int tt = 0; tt < nt; ++tt) {
+        stage_async(buf.sk + tt * Dk + si, xk + tt * x_tok);
+        stage_async(buf.sq + tt * Dk + si, xq + tt * x_tok);
+      }
+    }
+    GDN_NO_UNROLL
+    for (int e = tid; e < nt * kTeamCols; e += kThreads) {
+      stage_async(buf.sv + e, x0 + (e / kTeamCols) * x_tok + (v_base + e % kTeamCols) * x_chan);
+    }
+    GDN_NO_UNROLL
+    for (int tt = tid; tt < nt; tt += kThreads) {
+      stage_async(buf.ssc + tt * kScalars + 0, &m_decay(tok0 + tt, it.h));
+      stage_async(buf.ssc + tt * kScalars + 1, &m_beta(tok0 + tt, it.h));
+    }
+    if constexpr (Map::prefetch_state) {
+      if (st.c0 == 0) {
+        const StateT* const src = state_fragment(it, lane, cg);
+        GDN_UNROLL
+        for (int r = 0; r < kRows; ++r) {
+          stage_async_bytes<kFragRowBytes>(sbuf + (r * kThreads + tid) * kCols, src + r * kLanes * Dk);
+        }
+      }
+    }
+  }
+
+  /// Software pipeline over the team's stages: while one stage computes, the
+  /// copies of the next one (inputs, and the state at an item's start) are in
+  /// flight into the other scratch buffer.
+  KOKKOS_INLINE_FUNCTION void operator()(const Member& team) const {
+    const int stride = team.league_size();  // persistent teams (CUDA); one item per team on the host
+    Stage cur;
+    cur.item = next_nonempty(team.league_rank(), stride);
+    if (cur.item < 0) return;  // only empty rows: nothing read, nothing written
+    ScratchView scratch(team.team_scratch(0), scratch_floats());
+    float* const base = align16(scratch.data());
+    StateT* const sbuf = reinterpret_cast<StateT*>(base);
+    float* const chunks = base + kStateBufFloats;  // two chunk buffers
+    const int lane = vector_lane();
+    const int cg = team.team_rank();
+    const int tid = cg * kLanes + lane;
+    issue_stage(cur, ChunkBuf(chunks), sbuf, lane, cg);
+    int nb = 0;
+    float s[kRows][kCols];
+    while (cur.item >= 0) {
+      const Item it(*this, cur.item);
+      StateT* const frag = state_fragment(it, lane, cg);
+      stage_wait();  // this thread's copies of the stage have landed
+      if (cur.c0 == 0) {
+        GDN_UNROLL
+        for (int r = 0; r < kRows; ++r) {
+          if constexpr (Map::prefetch_state) {
+            load_vec(sbuf + (r * kThreads + tid) * kCols, s[r]);  // this thread's own copies
+          } else {
+            load_vec(frag + r * kLanes * Dk, s[r]);
+          }
+        }
+      }
+      // Everyone's copies have landed, the state buffer has been read, and the
+      // other chunk buffer is no longer in use: start the next stage's copies.
+      team.team_barrier();
+      const Stage nxt = next_stage(cur, stride);
+      if (nxt.item >= 0) issue_stage(nxt, ChunkBuf(chunks + (nb ^ 1) * kChunkFloats), sbuf, lane, cg);
+      compute_stage(team, it, cur.c0, ChunkBuf(chunks + nb * kChunkFloats), s, lane, cg);
+      if (cur.c0 + kChunk >= it.len && !(Verify && it.len <= m_ring_len)) {
+        GDN_UNROLL
+        for (int r = 0; r < kRows; ++r) store_vec(frag + r * kLanes * Dk, s[r]);
+      }
+      cur = nxt;
+      nb ^= 1;
+    }
+  }
+
+  /// Record writes, norms and the token loop of one staged chunk.
+  KOKKOS_INLINE_FUNCTION void compute_stage(const Member& team, const Item& it, int c0, const ChunkBuf& buf,
+                                            float (&s)[kRows][kCols], int lane, int cg) const {
+    const int tid = cg * kLanes + lane;
+    const int nt = (it.len - c0 < kChunk) ? (it.len - c0) : kChunk;
+    const bool record = Verify && it.len <= m_ring_len;
+    const std::uint32_t ring_row = record ? m_ring_slots(it.b) : 0u;
+    const int col0 = it.tile * kTeamCols + cg * kCols;  // first state column of this lane
+    const float* const k_lane = buf.sk + staged_lane_base<kLanes>(lane);
+    const float* const q_lane = buf.sq + staged_lane_base<kLanes>(lane);
+    if (record && it.g == 0 && it.tile == 0) {
+      for (int e = tid; e < nt * Dk; e += kThreads) {
+        m_ring(ring_row, it.kh, c0 + e / Dk, e % Dk) =
+            from_float<RingT>(buf.sk[(e / Dk) * Dk + staged_row<kLanes>(e % Dk)]);
+      }
+    }
+    if (record && it.tile == 0) {
+      for (int tt = tid; tt < nt; tt += kThreads) {
+        m_ring(ring_row, it.kh, c0 + tt, Dk + m_group * Dk + it.g) = from_float<RingT>(buf.ssc[tt * kScalars]);
+      }
+    }
+    // Norms: lane group cg takes tokens cg, cg + team_threads, ...
+    for (int tt = cg; tt < nt; tt += Map::team_threads) {
+      const float qq = lane_sum_squares<kRows, kLanes, kNormAcc>(q_lane + tt * Dk);
+      const float kk = lane_sum_squares<kRows, kLanes, kNormAcc>(k_lane + tt * Dk);
+      if (lane == 0) {
+        buf.ssc[tt * kScalars + 2] = query_factor(qq, m_q_scale);
+        buf.ssc[tt * kScalars + 3] = key_inv_norm(kk);
+      }
+    }
+    team.team_barrier();
     // Output and record stores: with at least 2*cols_per_lane lanes, lane l < C
     // writes out column l and lane C + l the record's u of column l (one store
     // each per token); otherwise lane l writes the columns c with c % lanes == l.
     constexpr bool kSplitStores = kLanes >= 2 * kCols;
     const int my_col = kSplitStores ? (lane % kCols) : 0;
-    float* const out_col = &m_out(t_begin, static_cast<long>(h) * Dk + col0 + my_col);
+    float* const out_col = &m_out(it.t_begin, static_cast<long>(it.h) * Dk + col0 + my_col);
     const long out_tok = static_cast<long>(m_out.stride(0));
-    RingT* const rec_u = record ? &m_ring(ring_row, kh, 0, Dk + g * Dk + col0 + my_col) : nullptr;
+    RingT* const rec_u = record ? &m_ring(ring_row, it.kh, 0, Dk + it.g * Dk + col0 + my_col) : nullptr;
     const long rec_stride = static_cast<long>(m_ring.stride(2));
-    bool prefetching = false;
-    (void)next;
-
-    for (int c0 = 0; c0 < len; c0 += kChunk) {
-      const int nt = (len - c0 < kChunk) ? (len - c0) : kChunk;
-      const std::uint32_t tok0 = t_begin + static_cast<std::uint32_t>(c0);
-      // Stage the chunk's inputs: every value is read from global memory once
-      // per team, and all of a thread's copies are in flight together.
-      const float* const x0 = &m_qkv(tok0, 0);  // token tok0 + tt at x0 + tt * x_tok
-      GDN_NO_UNROLL
-      for (int i = tid; i < Dk; i += kThreads) {
-        const int si = staged_row<kLanes>(i);
-        const float* const xk = x0 + (k_base + i) * x_chan;
-        const float* const xq = x0 + (q_base + i) * x_chan;
-        GDN_NO_UNROLL
-        for (int tt = 0; tt < nt; ++tt) {
-          stage_async(sk + tt * Dk + si, xk + tt * x_tok);
-          stage_async(sq + tt * Dk + si, xq + tt * x_tok);
+    for (int tt = 0; tt < nt; ++tt) {
+      float v[kCols];
+      load_scratch<kCols>(buf.sv + tt * kTeamCols + cg * kCols, v);
+      float scal[kScalars];
+      load_scratch<kScalars>(buf.ssc + tt * kScalars, scal);
+      float u[kCols];
+      float o[kCols];
+      token_step<kRows, kCols, kLanes, kAcc>(s, k_lane + tt * Dk, q_lane + tt * Dk, v, scal[0], scal[1], scal[3],
+                                             u, o);
+      const float qf = scal[2];
+      const int p = c0 + tt;  // position in the row
+      if constexpr (kSplitStores) {
+        if (lane < kCols) {
+          out_col[p * out_tok] = qf * pick(o, my_col);
+        } else if (record && lane < 2 * kCols) {
+          rec_u[p * rec_stride] = from_float<RingT>(pick(u, my_col));
         }
-      }
-      GDN_NO_UNROLL
-      for (int e = tid; e < nt * kTeamCols; e += kThreads) {
-        stage_async(sv + e, x0 + (e / kTeamCols) * x_tok + (v_base + e % kTeamCols) * x_chan);
-      }
-      GDN_NO_UNROLL
-      for (int tt = tid; tt < nt; tt += kThreads) {
-        stage_async(ssc + tt * kScalars + 0, &m_decay(tok0 + tt, h));
-        stage_async(ssc + tt * kScalars + 1, &m_beta(tok0 + tt, h));
-      }
-      stage_wait();
-      team.team_barrier();
-      // The prefetch buffer was read (above) before this barrier: refill it
-      // with the next item's state while this item computes.
-      if constexpr (Map::prefetch_state) {
-        if (c0 == 0 && next < m_items && row_length(next) > 0) {
-          prefetch_fragment(sc, next, lane, cg);
-          prefetching = true;
+      } else {
+        GDN_UNROLL
+        for (int c = 0; c < kCols; ++c) {
+          if (c % kLanes == lane) out_col[p * out_tok + c * static_cast<long>(m_out.stride(1))] = qf * o[c];
         }
-      }
-      if (write_key) {
-        for (int e = tid; e < nt * Dk; e += kThreads) {
-          m_ring(ring_row, kh, c0 + e / Dk, e % Dk) =
-              from_float<RingT>(sk[(e / Dk) * Dk + staged_row<kLanes>(e % Dk)]);
-        }
-      }
-      if (write_decay) {
-        for (int tt = tid; tt < nt; tt += kThreads) {
-          m_ring(ring_row, kh, c0 + tt, Dk + m_group * Dk + g) = from_float<RingT>(ssc[tt * kScalars]);
-        }
-      }
-      // Norms: lane group cg takes tokens cg, cg + team_threads, ...
-      for (int tt = cg; tt < nt; tt += Map::team_threads) {
-        const float qq = lane_sum_squares<kRows, kLanes, kNormAcc>(q_lane + tt * Dk);
-        const float kk = lane_sum_squares<kRows, kLanes, kNormAcc>(k_lane + tt * Dk);
-        if (lane == 0) {
-          ssc[tt * kScalars + 2] = query_factor(qq, m_q_scale);
-          ssc[tt * kScalars + 3] = key_inv_norm(kk);
-        }
-      }
-      team.team_barrier();
-      for (int tt = 0; tt < nt; ++tt) {
-        float v[kCols];
-        load_scratch<kCols>(sv + tt * kTeamCols + cg * kCols, v);
-        float scal[kScalars];
-        load_scratch<kScalars>(ssc + tt * kScalars, scal);
-        float u[kCols];
-        float o[kCols];
-        token_step<kRows, kCols, kLanes, kAcc>(s, k_lane + tt * Dk, q_lane + tt * Dk, v, scal[0], scal[1],
-                                               scal[3], u, o);
-        const float qf = scal[2];
-        const int p = c0 + tt;  // position in the row
-        if constexpr (kSplitStores) {
-          if (lane < kCols) {
-            out_col[p * out_tok] = qf * pick(o, my_col);
-          } else if (record && lane < 2 * kCols) {
-            rec_u[p * rec_stride] = from_float<RingT>(pick(u, my_col));
-          }
-        } else {
+        if (record) {
           GDN_UNROLL
           for (int c = 0; c < kCols; ++c) {
-            if (c % kLanes == lane) out_col[p * out_tok + c * static_cast<long>(m_out.stride(1))] = qf * o[c];
-          }
-          if (record) {
-            GDN_UNROLL
-            for (int c = 0; c < kCols; ++c) {
-              if (c % kLanes == lane) rec_u[p * rec_stride + c] = from_float<RingT>(u[c]);
-            }
+            if (c % kLanes == lane) rec_u[p * rec_stride + c] = from_float<RingT>(u[c]);
           }
         }
       }
-      team.team_barrier();  // the chunk's scratch is consumed before the next is staged
     }
-    if (!record) {
-      GDN_UNROLL
-      for (int r = 0; r < kRows; ++r) store_vec(frag + r * kLanes * Dk, s[r]);
-    }
-    return prefetching;
   }
 };
 
