@@ -4,16 +4,16 @@
 #   bash scripts/gpu_run.sh [--bench REGEX] [--tests] [--variant NAME:FLAGS]... [--sanitize] [--ncu REGEX]
 # Steps run in this order, each logged under $OUT (default ./out):
 #   --tests        ctest -L cuda (CUDA test suite + install consumer)
-#   --sanitize     (part 1) compute-sanitizer racecheck over the CUDA tests
-#                  (GDN_RACECHECK_FILTER selects a gtest subset, default all)
+#   --sanitize     compute-sanitizer racecheck, then memcheck, over the CUDA
+#                  tests (GDN_RACECHECK_FILTER / GDN_MEMCHECK_FILTER select a
+#                  gtest subset, default all)
 #   --bench RE     gdn_bench --benchmark_filter=RE -> bench_cuda.{json,md,txt}
+#   --ncu RE       ncu (clocks untouched) on the first gdn kernel of the first
+#                  benchmark matching RE (GDN_NCU_KERNEL: kernel regex) ->
+#                  ncu_details.txt, ncu_source_sass.csv.gz
 #   --variant N:F  rebuild library + bench with extra compile flags F (mapping
 #                  knobs of include/gdn/impl/mapping.hpp) and rerun the bench
-#                  filter -> bench_N.{json,txt}
-#   --sanitize     (part 2) compute-sanitizer memcheck over the CUDA tests
-#                  (GDN_MEMCHECK_FILTER selects a gtest subset, default all)
-#   --ncu RE       ncu (clocks untouched) on the first gdn kernel of the first
-#                  benchmark matching RE
+#                  filter (or GDN_VARIANT_BENCH) -> bench_N.{json,txt}
 # A summary line per step is printed as it completes (and kept in summary.txt).
 source "$(dirname "$0")/lib.sh"
 OUT=${OUT:-$GDN_ROOT/out}
@@ -54,27 +54,28 @@ if [ "$do_san" = 1 ]; then
     --gtest_filter="${GDN_RACECHECK_FILTER:-*}" > "$OUT/sanitizer_racecheck.log" 2>&1 && r=clean || r="FAIL($?)"
   say "compute-sanitizer racecheck (${GDN_RACECHECK_FILTER:-all}): $r; $(grep -E 'RACECHECK SUMMARY|PASSED|FAILED' "$OUT/sanitizer_racecheck.log" | tail -2 | tr '\n' ' ')"
 fi
+if [ "$do_san" = 1 ]; then
+  compute-sanitizer --tool memcheck --error-exitcode 7 "$dir/tests/gdn_tests_cuda" --gtest_brief=1 \
+    --gtest_filter="${GDN_MEMCHECK_FILTER:-*}" > "$OUT/sanitizer_memcheck.log" 2>&1 && r=clean || r="FAIL($?)"
+  say "compute-sanitizer memcheck (${GDN_MEMCHECK_FILTER:-all}): $r; $(grep -E 'ERROR SUMMARY|PASSED|FAILED' "$OUT/sanitizer_memcheck.log" | tail -2 | tr '\n' ' ')"
+fi
 if [ -n "$bench" ]; then
   run_bench "$dir" cuda
   python3 "$GDN_ROOT/perf/render.py" "$OUT/bench_cuda.json" "$OUT/bench_cuda.md" >/dev/null 2>&1 || true
   grep -E 'copy|peak' "$OUT/bench_cuda.txt" | head -4 | tee -a "$OUT/summary.txt"
+fi
+if [ -n "$ncu_re" ]; then
+  ncu --clock-control none --set full --kernel-name-base demangled -k "regex:${GDN_NCU_KERNEL:-RecurrenceKernel}" --launch-skip 2 --launch-count 1 -o "$OUT/ncu" \
+    "$dir/perf/gdn_bench" --benchmark_filter="$ncu_re" > "$OUT/ncu.log" 2>&1 || true
+  ncu --import "$OUT/ncu.ncu-rep" --page details > "$OUT/ncu_details.txt" 2>&1 || true
+  ncu --import "$OUT/ncu.ncu-rep" --page source --csv --print-source sass 2>&1 | gzip > "$OUT/ncu_source_sass.csv.gz" || true
+  say "ncu: $(grep -cE 'Duration|Throughput' "$OUT/ncu_details.txt") lines of metrics"
 fi
 for v in "${variants[@]}"; do
   name=${v%%:*} flags=${v#*:}
   vdir=$(configure_and_build "cuda-$name" "$kokkos" -DGDN_ENABLE_TESTS=OFF -DGDN_ENABLE_EXAMPLES=OFF \
     -DGDN_ENABLE_BENCHMARKS=ON "-DCMAKE_CXX_FLAGS=$flags" 2>"$OUT/build_$name.log") || { say "variant $name: build failed"; continue; }
   say "variant $name ($flags)"
-  run_bench "$vdir" "$name"
+  bench=${GDN_VARIANT_BENCH:-$bench} run_bench "$vdir" "$name"
 done
-if [ "$do_san" = 1 ]; then
-  compute-sanitizer --tool memcheck --error-exitcode 7 "$dir/tests/gdn_tests_cuda" --gtest_brief=1 \
-    --gtest_filter="${GDN_MEMCHECK_FILTER:-*}" > "$OUT/sanitizer_memcheck.log" 2>&1 && r=clean || r="FAIL($?)"
-  say "compute-sanitizer memcheck (${GDN_MEMCHECK_FILTER:-all}): $r; $(grep -E 'ERROR SUMMARY|PASSED|FAILED' "$OUT/sanitizer_memcheck.log" | tail -2 | tr '\n' ' ')"
-fi
-if [ -n "$ncu_re" ]; then
-  ncu --clock-control none --set full --kernel-name-base demangled -k "regex:${GDN_NCU_KERNEL:-RecurrenceKernel}" --launch-skip 2 --launch-count 1 -o "$OUT/ncu" \
-    "$dir/perf/gdn_bench" --benchmark_filter="$ncu_re" > "$OUT/ncu.log" 2>&1 || true
-  ncu --import "$OUT/ncu.ncu-rep" --page details > "$OUT/ncu_details.txt" 2>&1 || true
-  say "ncu: $(grep -cE 'Duration|Throughput' "$OUT/ncu_details.txt") lines of metrics"
-fi
 say "done"

@@ -77,6 +77,7 @@ struct RecurrenceMapping {
   static constexpr int min_teams_per_sm = 1;   ///< launch bound (GPU only)
   static constexpr int persistent_teams_per_sm = 0;  ///< 0: one team per work item
   static constexpr bool prefetch_state = false;  ///< copy the next item's state into scratch during this one
+  static constexpr bool keep_key_rows = false;   ///< key rows stay in registers between the two passes
   using schedule = Kokkos::Schedule<Kokkos::Dynamic>;
 };
 
@@ -102,10 +103,10 @@ struct FoldMapping {
 #define GDN_CUDA_COLS_PER_LANE 4
 #endif
 #ifndef GDN_CUDA_LANE_GROUPS
-#define GDN_CUDA_LANE_GROUPS 8
+#define GDN_CUDA_LANE_GROUPS 16
 #endif
 #ifndef GDN_CUDA_MIN_TEAMS
-#define GDN_CUDA_MIN_TEAMS 8
+#define GDN_CUDA_MIN_TEAMS 4
 #endif
 #ifndef GDN_CUDA_CHUNK_TOKENS
 #define GDN_CUDA_CHUNK_TOKENS 4
@@ -116,6 +117,9 @@ struct FoldMapping {
 #ifndef GDN_CUDA_PREFETCH
 #define GDN_CUDA_PREFETCH 1
 #endif
+#ifndef GDN_CUDA_KEEP_K
+#define GDN_CUDA_KEEP_K 0
+#endif
 #ifndef GDN_CUDA_FOLD_ROWS
 #define GDN_CUDA_FOLD_ROWS 32
 #endif
@@ -124,7 +128,8 @@ struct FoldMapping {
 #endif
 /// CUDA: `row_lanes` lanes split the rows of `cols_per_lane` columns; with the
 /// defaults (8 x 4) a warp covers 16 columns and a lane holds (Dk/8) x 4
-/// state values in registers; 8 lane groups per team cover a 32-column tile.
+/// state values in registers; 16 lane groups (128 threads) per team cover a
+/// 64-column tile (256-byte row segments of the state).
 /// Persistent teams (as many as are resident, `min_teams_per_sm` per SM) loop
 /// over the work items; while a team computes one item, the asynchronous
 /// copy of its next item's state tile into scratch is in flight (no
@@ -140,6 +145,7 @@ struct RecurrenceMapping<Kokkos::Cuda> {
   static constexpr int min_teams_per_sm = GDN_CUDA_MIN_TEAMS;
   static constexpr int persistent_teams_per_sm = GDN_CUDA_PERSISTENT ? GDN_CUDA_MIN_TEAMS : 0;
   static constexpr bool prefetch_state = GDN_CUDA_PERSISTENT && GDN_CUDA_PREFETCH;
+  static constexpr bool keep_key_rows = GDN_CUDA_KEEP_K;
   using schedule = Kokkos::Schedule<Kokkos::Static>;
   static_assert(row_lanes >= 1 && row_lanes <= 32 && (row_lanes & (row_lanes - 1)) == 0,
                 "GDN_CUDA_ROW_LANES must be a power of two <= 32");

@@ -135,7 +135,9 @@ KOKKOS_FORCEINLINE_FUNCTION float lane_sum_squares(const float* x) {
 /// value. On return `s` is the updated fragment, `u` the delta factors and
 /// `o` the un-scaled readout `sum_i S[i][j] q[i]` of the lane's columns
 /// (identical in every lane of the group).
-template <int Rows, int Cols, int Lanes, int A>
+/// With `KeepK`, the lane's key rows fetched in the first pass stay in
+/// registers for the second (fewer shared loads, `Rows` more registers).
+template <int Rows, int Cols, int Lanes, int A, bool KeepK = false>
 KOKKOS_FORCEINLINE_FUNCTION void token_step(float (&s)[Rows][Cols], const float* k, const float* q,
                                             const float (&v)[Cols], float decay, float beta,
                                             float kinv, float (&u)[Cols], float (&o)[Cols]) {
@@ -151,10 +153,15 @@ KOKKOS_FORCEINLINE_FUNCTION void token_step(float (&s)[Rows][Cols], const float*
     GDN_UNROLL
     for (int c = 0; c < Cols; ++c) acc[a][c] = 0.0f;
   }
+  float kept[KeepK ? Rows : 1];
   GDN_UNROLL
   for (int r = 0; r < Rows; r += V) {
     float kr[V];
     load_lane_rows<Lanes>(k, r, kr);
+    if constexpr (KeepK) {
+      GDN_UNROLL
+      for (int e = 0; e < V; ++e) kept[r + e] = kr[e];
+    }
     GDN_UNROLL
     for (int e = 0; e < V; ++e) {
       const int a = e % A;
@@ -184,7 +191,12 @@ KOKKOS_FORCEINLINE_FUNCTION void token_step(float (&s)[Rows][Cols], const float*
   for (int r = 0; r < Rows; r += V) {
     float kr[V];
     float qr[V];
-    load_lane_rows<Lanes>(k, r, kr);
+    if constexpr (KeepK) {
+      GDN_UNROLL
+      for (int e = 0; e < V; ++e) kr[e] = kept[r + e];
+    } else {
+      load_lane_rows<Lanes>(k, r, kr);
+    }
     load_lane_rows<Lanes>(q, r, qr);
     GDN_UNROLL
     for (int e = 0; e < V; ++e) {
