@@ -109,7 +109,7 @@ void launch_recurrence(const char* label, const ExecSpace& space, const HeadConf
     k.m_items = static_cast<int>(items);
     const long long league = launch_teams(space, items, Kernel::Map::persistent_teams_per_sm,
                                           static_cast<long long>(sizeof(float)) * Kernel::scratch_floats());
-    launch_team_kernel(label, space, league, Kernel::Map::team_threads, Kernel::Map::row_lanes, k);
+    launch_team_kernel(label, space, league, Kernel::Map::team_size, Kernel::Map::vector_length, k);
   };
   if (cfg.key_head_dim == 64) {
     run(std::integral_constant<int, 64>());

@@ -71,6 +71,9 @@ struct RecurrenceMapping {
   static constexpr int row_lanes = 1;          ///< lanes splitting one column's rows
   static constexpr int cols_per_lane = GDN_HOST_COLS_PER_LANE;  ///< columns one lane owns
   static constexpr int team_threads = 1;       ///< lane groups per team
+  static constexpr int vector_length = 1;      ///< Kokkos vector length (threads of one vector)
+  static constexpr int lane_stride = 1;        ///< distance between the lanes of one group in a vector
+  static constexpr int team_size = 1;          ///< Kokkos team size (vectors per team)
   static constexpr int row_accumulators = GDN_HOST_ROW_ACC;  ///< independent partial sums per lane (ILP)
   static constexpr int norm_accumulators = 16; ///< partial sums for the q/k norms
   static constexpr int chunk_tokens = 16;      ///< tokens staged per team barrier
@@ -98,6 +101,9 @@ struct FoldMapping {
 // measured best on the H200, see docs/performance.md).
 #ifndef GDN_CUDA_ROW_LANES
 #define GDN_CUDA_ROW_LANES 8
+#endif
+#ifndef GDN_CUDA_VECTOR
+#define GDN_CUDA_VECTOR 32
 #endif
 #ifndef GDN_CUDA_COLS_PER_LANE
 #define GDN_CUDA_COLS_PER_LANE 4
@@ -129,7 +135,11 @@ struct FoldMapping {
 /// CUDA: `row_lanes` lanes split the rows of `cols_per_lane` columns; with the
 /// defaults (8 x 4) a warp covers 16 columns and a lane holds (Dk/8) x 4
 /// state values in registers; 16 lane groups (128 threads) per team cover a
-/// 64-column tile (256-byte row segments of the state).
+/// 64-column tile (256-byte row segments of the state). Within a warp the
+/// groups are interleaved (warp lane w: row lane w / 4, group w % 4), so each
+/// quarter-warp loads two rows x 64 contiguous bytes of the state: whole
+/// 32-byte sectors (with lanes outermost, 8 rows x 16 bytes per quarter-warp,
+/// every sector was fetched twice; ncu, docs/performance.md).
 /// Persistent teams (as many as are resident, `min_teams_per_sm` per SM) loop
 /// over the work items; while a team computes one item, the asynchronous
 /// copy of its next item's state tile into scratch is in flight (no
@@ -139,6 +149,9 @@ struct RecurrenceMapping<Kokkos::Cuda> {
   static constexpr int row_lanes = GDN_CUDA_ROW_LANES;
   static constexpr int cols_per_lane = GDN_CUDA_COLS_PER_LANE;
   static constexpr int team_threads = GDN_CUDA_LANE_GROUPS;
+  static constexpr int vector_length = GDN_CUDA_VECTOR;
+  static constexpr int lane_stride = vector_length / row_lanes;
+  static constexpr int team_size = team_threads * row_lanes / vector_length;
   static constexpr int row_accumulators = 1;
   static constexpr int norm_accumulators = 1;
   static constexpr int chunk_tokens = GDN_CUDA_CHUNK_TOKENS;
@@ -149,6 +162,9 @@ struct RecurrenceMapping<Kokkos::Cuda> {
   using schedule = Kokkos::Schedule<Kokkos::Static>;
   static_assert(row_lanes >= 1 && row_lanes <= 32 && (row_lanes & (row_lanes - 1)) == 0,
                 "GDN_CUDA_ROW_LANES must be a power of two <= 32");
+  static_assert(vector_length <= 32 && (vector_length & (vector_length - 1)) == 0 &&
+                    vector_length % row_lanes == 0 && (team_threads * row_lanes) % vector_length == 0,
+                "GDN_CUDA_VECTOR must be a power of two <= 32, a multiple of the row lanes, dividing the team");
 };
 
 /// CUDA fold: 128 threads per team, 16-byte items (4 float or 8 bf16 columns),
@@ -200,8 +216,8 @@ KOKKOS_FORCEINLINE_FUNCTION float pick(const float (&a)[N], int i) {
   return r;
 }
 
-/// The lane index inside a lane group (Kokkos vector lane); 0 on the host.
-KOKKOS_FORCEINLINE_FUNCTION int vector_lane() {
+/// This thread's index within its Kokkos vector (threadIdx.x on CUDA); 0 on the host.
+KOKKOS_FORCEINLINE_FUNCTION int vector_index() {
 #if defined(__CUDA_ARCH__)
   return static_cast<int>(threadIdx.x);
 #else
@@ -209,19 +225,24 @@ KOKKOS_FORCEINLINE_FUNCTION int vector_lane() {
 #endif
 }
 
-/// Sum each element of `v` over the `Lanes` lanes of this lane group (xor
+/// Sum each element of `v` over the `Lanes` lanes of this lane group, which
+/// sit `Stride` apart within one vector of `Lanes * Stride` threads (xor
 /// butterfly); every lane ends with the same bits. A no-op for one lane.
-template <int Lanes, int N>
+template <int Lanes, int Stride, int N>
 KOKKOS_FORCEINLINE_FUNCTION void lane_group_sum(float (&v)[N]) {
 #if defined(__CUDA_ARCH__)
-  if (Lanes > 1) {
-    const unsigned warp_lane = (threadIdx.y * blockDim.x + threadIdx.x) & 31u;
-    const unsigned mask = ((Lanes >= 32) ? 0xffffffffu : ((1u << Lanes) - 1u))
-                          << (warp_lane & ~unsigned(Lanes - 1));
+  if constexpr (Lanes > 1) {
+    constexpr unsigned span = unsigned(Lanes * Stride);  // warp lanes of one vector
+    static_assert(span <= 32u, "a lane group must stay within a warp");
+    unsigned pattern = 0u;
+    GDN_UNROLL
+    for (int k = 0; k < Lanes; ++k) pattern |= 1u << (k * Stride);
+    const unsigned w = (threadIdx.y * blockDim.x + threadIdx.x) & 31u;
+    const unsigned mask = pattern << ((w & ~(span - 1u)) + (w % unsigned(Stride)));
     GDN_UNROLL
     for (int off = Lanes / 2; off > 0; off /= 2) {
       GDN_UNROLL
-      for (int n = 0; n < N; ++n) v[n] += __shfl_xor_sync(mask, v[n], off, Lanes);
+      for (int n = 0; n < N; ++n) v[n] += __shfl_xor_sync(mask, v[n], off * Stride);
     }
   }
 #else

@@ -17,7 +17,8 @@
 /// Thread mapping. League: one team per (sequence b, value head h, tile of
 /// `cols_per_team` state columns), tile fastest, so teams that read the same
 /// key and query are neighbours. Team: `team_threads` lane groups of
-/// `row_lanes` lanes; lane `l` of group `cg` owns rows `r*row_lanes + l`
+/// `row_lanes` lanes (interleaved in a warp on CUDA, mapping.hpp);
+/// lane `l` of group `cg` owns rows `r*row_lanes + l`
 /// (r < Dk/row_lanes) of columns `[cg*cols_per_lane, (cg+1)*cols_per_lane)`
 /// of the tile, in registers (CUDA: 8 lanes x 4 columns, 16x4 floats per
 /// lane at Dk = 128; host: 1 lane x 32 columns, vectorised over columns).
@@ -65,6 +66,8 @@ struct RecurrenceKernel {
   static constexpr int kChunk = Map::chunk_tokens;
   static constexpr int kScalars = 4;  // decay, beta, qf, kinv
   static constexpr int kThreads = Map::team_threads * Map::row_lanes;  // threads per team
+  static constexpr int kStride = Map::lane_stride;  // distance between a group's lanes in a vector
+  static_assert(kThreads == Map::team_size * Map::vector_length, "team shape: vectors x vector length");
   static_assert(Dk % kLanes == 0, "row lanes must divide Dk");
   static_assert(Dk % kTeamCols == 0, "a team's column tile must divide Dv");
   static_assert(kRows % kAcc == 0 && kRows % kNormAcc == 0, "accumulators must divide rows per lane");
@@ -165,10 +168,9 @@ struct RecurrenceKernel {
   /// Start this thread's copies of a stage's inputs (and, at the start of an
   /// item when the mapping prefetches, of its state fragment) into scratch.
   /// Every input value is read from global memory once per team.
-  KOKKOS_INLINE_FUNCTION void issue_stage(const Stage& st, const ChunkBuf& buf, StateT* sbuf, int lane,
-                                          int cg) const {
+  KOKKOS_INLINE_FUNCTION void issue_stage(const Stage& st, const ChunkBuf& buf, StateT* sbuf, int lane, int cg,
+                                          int tid) const {
     const Item it(*this, st.item);
-    const int tid = cg * kLanes + lane;
     const int nt = (it.len - st.c0 < kChunk) ? (it.len - st.c0) : kChunk;
     const std::uint32_t tok0 = it.t_begin + static_cast<std::uint32_t>(st.c0);
     const long q_base = static_cast<long>(it.kh) * Dk;
@@ -220,10 +222,11 @@ struct RecurrenceKernel {
     float* const base = align16(scratch.data());
     StateT* const sbuf = reinterpret_cast<StateT*>(base);
     float* const chunks = base + kStateBufFloats;  // two chunk buffers
-    const int lane = vector_lane();
-    const int cg = team.team_rank();
-    const int tid = cg * kLanes + lane;
-    issue_stage(cur, ChunkBuf(chunks), sbuf, lane, cg);
+    // Row lane, lane group and thread index (consecutive threads stage consecutive values).
+    const int lane = vector_index() / kStride;
+    const int cg = team.team_rank() * kStride + vector_index() % kStride;
+    const int tid = team.team_rank() * Map::vector_length + vector_index();
+    issue_stage(cur, ChunkBuf(chunks), sbuf, lane, cg, tid);
     int nb = 0;
     float s[kRows][kCols];
     while (cur.item >= 0) {
@@ -244,8 +247,8 @@ struct RecurrenceKernel {
       // other chunk buffer is no longer in use: start the next stage's copies.
       team.team_barrier();
       const Stage nxt = next_stage(cur, stride);
-      if (nxt.item >= 0) issue_stage(nxt, ChunkBuf(chunks + (nb ^ 1) * kChunkFloats), sbuf, lane, cg);
-      compute_stage(team, it, cur.c0, ChunkBuf(chunks + nb * kChunkFloats), s, lane, cg);
+      if (nxt.item >= 0) issue_stage(nxt, ChunkBuf(chunks + (nb ^ 1) * kChunkFloats), sbuf, lane, cg, tid);
+      compute_stage(team, it, cur.c0, ChunkBuf(chunks + nb * kChunkFloats), s, lane, cg, tid);
       if (cur.c0 + kChunk >= it.len && !(Verify && it.len <= m_ring_len)) {
         GDN_UNROLL
         for (int r = 0; r < kRows; ++r) store_vec(frag + r * kLanes * Dk, s[r]);
@@ -257,8 +260,7 @@ struct RecurrenceKernel {
 
   /// Record writes, norms and the token loop of one staged chunk.
   KOKKOS_INLINE_FUNCTION void compute_stage(const Member& team, const Item& it, int c0, const ChunkBuf& buf,
-                                            float (&s)[kRows][kCols], int lane, int cg) const {
-    const int tid = cg * kLanes + lane;
+                                            float (&s)[kRows][kCols], int lane, int cg, int tid) const {
     const int nt = (it.len - c0 < kChunk) ? (it.len - c0) : kChunk;
     const bool record = Verify && it.len <= m_ring_len;
     const std::uint32_t ring_row = record ? m_ring_slots(it.b) : 0u;
@@ -278,8 +280,8 @@ struct RecurrenceKernel {
     }
     // Norms: lane group cg takes tokens cg, cg + team_threads, ...
     for (int tt = cg; tt < nt; tt += Map::team_threads) {
-      const float qq = lane_sum_squares<kRows, kLanes, kNormAcc>(q_lane + tt * Dk);
-      const float kk = lane_sum_squares<kRows, kLanes, kNormAcc>(k_lane + tt * Dk);
+      const float qq = lane_sum_squares<kRows, kLanes, kNormAcc, kStride>(q_lane + tt * Dk);
+      const float kk = lane_sum_squares<kRows, kLanes, kNormAcc, kStride>(k_lane + tt * Dk);
       if (lane == 0) {
         buf.ssc[tt * kScalars + 2] = query_factor(qq, m_q_scale);
         buf.ssc[tt * kScalars + 3] = key_inv_norm(kk);
@@ -302,7 +304,7 @@ struct RecurrenceKernel {
       load_scratch<kScalars>(buf.ssc + tt * kScalars, scal);
       float u[kCols];
       float o[kCols];
-      token_step<kRows, kCols, kLanes, kAcc, Map::keep_key_rows>(s, k_lane + tt * Dk, q_lane + tt * Dk, v, scal[0], scal[1], scal[3],
+      token_step<kRows, kCols, kLanes, kAcc, kStride, Map::keep_key_rows>(s, k_lane + tt * Dk, q_lane + tt * Dk, v, scal[0], scal[1], scal[3],
                                              u, o);
       const float qf = scal[2];
       const int p = c0 + tt;  // position in the row

@@ -107,7 +107,7 @@ KOKKOS_FORCEINLINE_FUNCTION void combine_partials(float (&acc)[A][C]) {
 }
 
 /// Sum of squares of this lane's `Rows` staged rows (`x` = its staged base), then over the lane group.
-template <int Rows, int Lanes, int A>
+template <int Rows, int Lanes, int A, int Stride = 1>
 KOKKOS_FORCEINLINE_FUNCTION float lane_sum_squares(const float* x) {
   static_assert(Rows % A == 0, "norm accumulators must divide the rows per lane");
   float acc[A][1];
@@ -123,7 +123,7 @@ KOKKOS_FORCEINLINE_FUNCTION float lane_sum_squares(const float* x) {
   }
   combine_partials<A, 1>(acc);
   float tot[1] = {acc[0][0]};
-  lane_group_sum<Lanes>(tot);
+  lane_group_sum<Lanes, Stride>(tot);
   return tot[0];
 }
 
@@ -134,10 +134,11 @@ KOKKOS_FORCEINLINE_FUNCTION float lane_sum_squares(const float* x) {
 /// key and query (staged_row layout), `v` holds the lane's columns of the
 /// value. On return `s` is the updated fragment, `u` the delta factors and
 /// `o` the un-scaled readout `sum_i S[i][j] q[i]` of the lane's columns
-/// (identical in every lane of the group).
+/// (identical in every lane of the group). The group's lanes sit `Stride`
+/// apart in their vector (mapping.hpp, lane_group_sum).
 /// With `KeepK`, the lane's key rows fetched in the first pass stay in
 /// registers for the second (fewer shared loads, `Rows` more registers).
-template <int Rows, int Cols, int Lanes, int A, bool KeepK = false>
+template <int Rows, int Cols, int Lanes, int A, int Stride = 1, bool KeepK = false>
 KOKKOS_FORCEINLINE_FUNCTION void token_step(float (&s)[Rows][Cols], const float* k, const float* q,
                                             const float (&v)[Cols], float decay, float beta,
                                             float kinv, float (&u)[Cols], float (&o)[Cols]) {
@@ -177,7 +178,7 @@ KOKKOS_FORCEINLINE_FUNCTION void token_step(float (&s)[Rows][Cols], const float*
   float kv[Cols];
   GDN_UNROLL
   for (int c = 0; c < Cols; ++c) kv[c] = acc[0][c];
-  lane_group_sum<Lanes>(kv);
+  lane_group_sum<Lanes, Stride>(kv);
   GDN_UNROLL
   for (int c = 0; c < Cols; ++c) u[c] = delta_factor(v[c], kv[c], beta, kinv);
 
@@ -212,7 +213,7 @@ KOKKOS_FORCEINLINE_FUNCTION void token_step(float (&s)[Rows][Cols], const float*
   combine_partials<A, Cols>(acc);
   GDN_UNROLL
   for (int c = 0; c < Cols; ++c) o[c] = acc[0][c];
-  lane_group_sum<Lanes>(o);
+  lane_group_sum<Lanes, Stride>(o);
 }
 
 }  // namespace Impl
