@@ -8,12 +8,16 @@
 /// every backend. What differs between a GPU and a CPU is collected here and
 /// only here:
 ///   - the team shape: how many hardware lanes split the rows of one state
-///     column (`row_lanes`, the Kokkos vector length), how many columns each
-///     lane owns (`cols_per_lane`), how many lane groups a team has;
+///     column (`row_lanes`), how many columns each lane owns
+///     (`cols_per_lane`), how many lane groups a team has, and how the groups
+///     sit in a Kokkos vector (`vector_length`, `lane_stride`);
 ///   - how many independent partial sums one lane keeps (instruction-level
 ///     parallelism on a CPU core);
-///   - the lane index, the sum across the lanes of one group, and wide
-///     (16-byte) loads and stores.
+///   - persistent teams and state prefetch (CUDA), and how many teams to
+///     launch (`launch_teams`);
+///   - the thread index, the sum across the lanes of one group, wide
+///     (16-byte) loads and stores, and asynchronous copies into team scratch
+///     (`stage_async`: cp.async on CUDA, a plain copy elsewhere).
 /// A new backend adds a specialisation here and nothing else.
 ///
 /// Reduction order: a lane sums its own rows in a fixed order, then the lane

@@ -14,24 +14,33 @@
 /// `RecurrenceMapping::cols_per_lane * team_threads` divides Dv; the state
 /// pool is dense (LayoutRight) and 16-byte aligned.
 ///
-/// Thread mapping. League: one team per (sequence b, value head h, tile of
-/// `cols_per_team` state columns), tile fastest, so teams that read the same
-/// key and query are neighbours. Team: `team_threads` lane groups of
-/// `row_lanes` lanes (interleaved in a warp on CUDA, mapping.hpp);
-/// lane `l` of group `cg` owns rows `r*row_lanes + l`
-/// (r < Dk/row_lanes) of columns `[cg*cols_per_lane, (cg+1)*cols_per_lane)`
-/// of the tile, in registers (CUDA: 8 lanes x 4 columns, 16x4 floats per
-/// lane at Dk = 128; host: 1 lane x 32 columns, vectorised over columns).
-/// The state is read once before the first token and written at most once
-/// after the last. Per chunk of `chunk_tokens` tokens the team stages k, q,
-/// the tile's v, decay and beta in scratch (one global read per value, all
-/// of a thread's copies in flight at once: `stage_async`, mapping.hpp; k and
-/// q in the `staged_row` order of token_step.hpp, so a lane fetches four of
-/// its rows with one 16-byte load), then computes the q and k norms (one lane
-/// group per token), then every lane runs `token_step` for each token of the
-/// chunk. Columns are independent in
-/// the recurrence, so tiles never communicate; rows of one column are summed
-/// across the lane group (mapping.hpp).
+/// Thread mapping. Work items: one per (sequence b, value head h, tile of
+/// `cols_per_team` state columns), tile fastest, so items that read the same
+/// key and query are neighbours. Teams: one per item on the host; on CUDA
+/// persistent teams (as many as are resident) take items league_rank,
+/// + league_size, ... Team: `team_threads` lane groups of `row_lanes` lanes
+/// (interleaved in a warp on CUDA, mapping.hpp); lane `l` of group `cg` owns
+/// rows `r*row_lanes + l` (r < Dk/row_lanes) of columns
+/// `[cg*cols_per_lane, (cg+1)*cols_per_lane)` of the tile, in registers
+/// (CUDA: 8 lanes x 4 columns, 16x4 floats per lane at Dk = 128, 64-column
+/// tiles; host: 1 lane x 64 columns, vectorised over columns). The state is
+/// read once before an item's first token and written at most once after
+/// its last.
+///
+/// Pipeline. A team's work is a sequence of stages (an item's chunk of
+/// `chunk_tokens` tokens). Each stage's k, q, the tile's v, decay and beta are
+/// staged in one of two scratch buffers (one global read per value, all of a
+/// thread's copies in flight at once: `stage_async`, mapping.hpp; k and q in
+/// the `staged_row` order of token_step.hpp, so a lane fetches four of its
+/// rows with one 16-byte load). While a stage computes, the next stage's
+/// copies are in flight into the other buffer, and on CUDA (`prefetch_state`)
+/// so is the next item's state tile, into a third buffer. A stage: wait for
+/// its copies, team barrier, start the next stage's copies, write the
+/// records' keys and decays (verify), compute the q and k norms (one lane
+/// group per token), barrier, then every lane runs `token_step` for each
+/// token. Columns are independent in the recurrence, so tiles never
+/// communicate; rows of one column are summed across the lane group
+/// (mapping.hpp).
 
 #include <gdn/bf16.hpp>
 #include <gdn/config.hpp>
