@@ -47,6 +47,17 @@
 #else
 #define GDN_SIMD _Pragma("omp simd")
 #endif
+// GDN_HOST_UNROLL: on the host (g++/clang++, not through nvcc), unroll a short
+// loop completely, so that small arrays indexed by it stay in registers.
+#if defined(__CUDACC__)
+#define GDN_HOST_UNROLL
+#elif defined(__clang__)
+#define GDN_HOST_UNROLL _Pragma("unroll")
+#elif defined(__GNUC__)
+#define GDN_HOST_UNROLL _Pragma("GCC unroll 16")
+#else
+#define GDN_HOST_UNROLL
+#endif
 
 namespace gdn {
 namespace Impl {
@@ -57,7 +68,10 @@ namespace Impl {
 #define GDN_HOST_COLS_PER_LANE 64
 #endif
 #ifndef GDN_HOST_ROW_ACC
-#define GDN_HOST_ROW_ACC 2
+#define GDN_HOST_ROW_ACC 4
+#endif
+#ifndef GDN_HOST_COL_BLOCK
+#define GDN_HOST_COL_BLOCK 16
 #endif
 #ifndef GDN_HOST_FOLD_COLS
 #define GDN_HOST_FOLD_COLS 32
@@ -78,7 +92,8 @@ struct RecurrenceMapping {
   static constexpr int vector_length = 1;      ///< Kokkos vector length (threads of one vector)
   static constexpr int lane_stride = 1;        ///< distance between the lanes of one group in a vector
   static constexpr int team_size = 1;          ///< Kokkos team size (vectors per team)
-  static constexpr int row_accumulators = GDN_HOST_ROW_ACC;  ///< independent partial sums per lane (ILP)
+  static constexpr int row_accumulators = GDN_HOST_ROW_ACC;  ///< independent partial sums per column (ILP)
+  static constexpr int col_block = GDN_HOST_COL_BLOCK;  ///< columns summed together (one 512-bit vector)
   static constexpr int norm_accumulators = 16; ///< partial sums for the q/k norms
   static constexpr int chunk_tokens = 16;      ///< tokens staged per team barrier
   static constexpr int min_teams_per_sm = 1;   ///< launch bound (GPU only)
@@ -157,6 +172,7 @@ struct RecurrenceMapping<Kokkos::Cuda> {
   static constexpr int lane_stride = vector_length / row_lanes;
   static constexpr int team_size = team_threads * row_lanes / vector_length;
   static constexpr int row_accumulators = 1;
+  static constexpr int col_block = GDN_CUDA_COLS_PER_LANE;  // no blocking
   static constexpr int norm_accumulators = 1;
   static constexpr int chunk_tokens = GDN_CUDA_CHUNK_TOKENS;
   static constexpr int min_teams_per_sm = GDN_CUDA_MIN_TEAMS;

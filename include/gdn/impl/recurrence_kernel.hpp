@@ -313,7 +313,7 @@ struct RecurrenceKernel {
       load_scratch<kScalars>(buf.ssc + tt * kScalars, scal);
       float u[kCols];
       float o[kCols];
-      token_step<kRows, kCols, kLanes, kAcc, kStride, Map::keep_key_rows>(s, k_lane + tt * Dk, q_lane + tt * Dk, v, scal[0], scal[1], scal[3],
+      token_step<kRows, kCols, kLanes, kAcc, kStride, Map::keep_key_rows, Map::col_block>(s, k_lane + tt * Dk, q_lane + tt * Dk, v, scal[0], scal[1], scal[3],
                                              u, o);
       const float qf = scal[2];
       const int p = c0 + tt;  // position in the row

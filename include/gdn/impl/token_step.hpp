@@ -136,12 +136,79 @@ KOKKOS_FORCEINLINE_FUNCTION float lane_sum_squares(const float* x) {
 /// `o` the un-scaled readout `sum_i S[i][j] q[i]` of the lane's columns
 /// (identical in every lane of the group). The group's lanes sit `Stride`
 /// apart in their vector (mapping.hpp, lane_group_sum).
+/// Host form of token_step (one lane): the same operations in the same
+/// per-column order, done `Block` columns at a time (one 512-bit vector of
+/// floats), so that the block's `A` partial sums stay in vector registers
+/// while the rows stream through L1.
+template <int Rows, int Cols, int A, int Block>
+KOKKOS_FORCEINLINE_FUNCTION void token_step_blocked(float (&s)[Rows][Cols], const float* k, const float* q,
+                                                    const float (&v)[Cols], float decay, float beta,
+                                                    float kinv, float (&u)[Cols], float (&o)[Cols]) {
+  static_assert(Cols % Block == 0 && Rows % A == 0, "column blocks and accumulators must divide the tile");
+  for (int c0 = 0; c0 < Cols; c0 += Block) {
+    float acc[A][Block];
+    GDN_HOST_UNROLL
+    for (int a = 0; a < A; ++a) {
+      GDN_SIMD
+      for (int c = 0; c < Block; ++c) acc[a][c] = 0.0f;
+    }
+    for (int r = 0; r < Rows; r += A) {
+      GDN_HOST_UNROLL
+      for (int a = 0; a < A; ++a) {
+        const float kr = k[r + a];
+        float* const row = s[r + a] + c0;
+        GDN_SIMD
+        for (int c = 0; c < Block; ++c) {
+          const float sd = decay_state(row[c], decay);
+          row[c] = sd;
+          acc[a][c] = fmaf(sd, kr, acc[a][c]);
+        }
+      }
+    }
+    combine_partials<A, Block>(acc);
+    float ub[Block];
+    GDN_SIMD
+    for (int c = 0; c < Block; ++c) {
+      ub[c] = delta_factor(v[c0 + c], acc[0][c], beta, kinv);
+      u[c0 + c] = ub[c];
+    }
+    float oacc[A][Block];  // a second array: reusing `acc` kept it in memory (GCC 12)
+    GDN_HOST_UNROLL
+    for (int a = 0; a < A; ++a) {
+      GDN_SIMD
+      for (int c = 0; c < Block; ++c) oacc[a][c] = 0.0f;
+    }
+    for (int r = 0; r < Rows; r += A) {
+      GDN_HOST_UNROLL
+      for (int a = 0; a < A; ++a) {
+        const float kr = k[r + a];
+        const float qr = q[r + a];
+        float* const row = s[r + a] + c0;
+        GDN_SIMD
+        for (int c = 0; c < Block; ++c) {
+          const float sn = delta_update(kr, ub[c], row[c]);
+          row[c] = sn;
+          oacc[a][c] = fmaf(sn, qr, oacc[a][c]);
+        }
+      }
+    }
+    combine_partials<A, Block>(oacc);
+    GDN_SIMD
+    for (int c = 0; c < Block; ++c) o[c0 + c] = oacc[0][c];
+  }
+}
+
 /// With `KeepK`, the lane's key rows fetched in the first pass stay in
 /// registers for the second (fewer shared loads, `Rows` more registers).
-template <int Rows, int Cols, int Lanes, int A, int Stride = 1, bool KeepK = false>
+/// With one lane and `Block` < `Cols`, the work goes to token_step_blocked.
+template <int Rows, int Cols, int Lanes, int A, int Stride = 1, bool KeepK = false, int Block = Cols>
 KOKKOS_FORCEINLINE_FUNCTION void token_step(float (&s)[Rows][Cols], const float* k, const float* q,
                                             const float (&v)[Cols], float decay, float beta,
                                             float kinv, float (&u)[Cols], float (&o)[Cols]) {
+  if constexpr (Lanes == 1 && Block < Cols) {
+    token_step_blocked<Rows, Cols, A, Block>(s, k, q, v, decay, beta, kinv, u, o);
+    return;
+  }
   // Rows are fetched V at a time; row r always feeds partial sum r % A, in
   // increasing r, whatever V is.
   constexpr int V = staged_fetch<Lanes, A>;
