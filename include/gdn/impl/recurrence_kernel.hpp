@@ -306,15 +306,33 @@ struct RecurrenceKernel {
     const long out_tok = static_cast<long>(m_out.stride(0));
     RingT* const rec_u = record ? &m_ring(ring_row, it.kh, 0, Dk + it.g * Dk + col0 + my_col) : nullptr;
     const long rec_stride = static_cast<long>(m_ring.stride(2));
+    // The host (one lane, column blocks) runs the chunk's tokens fused:
+    // token_steps_fused, one sweep over the state per token.
+    constexpr bool kFused = kLanes == 1 && Map::col_block < kCols;
+    float us[kFused ? kChunk : 1][kCols];
+    float os[kFused ? kChunk : 1][kCols];
+    if constexpr (kFused) {
+      token_steps_fused<kRows, kCols, kAcc, Map::col_block, kChunk>(s, k_lane, q_lane, Dk, buf.sv + cg * kCols,
+                                                                    kTeamCols, buf.ssc, kScalars, nt, us, os);
+    }
     for (int tt = 0; tt < nt; ++tt) {
-      float v[kCols];
-      load_scratch<kCols>(buf.sv + tt * kTeamCols + cg * kCols, v);
-      float scal[kScalars];
-      load_scratch<kScalars>(buf.ssc + tt * kScalars, scal);
       float u[kCols];
       float o[kCols];
-      token_step<kRows, kCols, kLanes, kAcc, kStride, Map::keep_key_rows, Map::col_block>(s, k_lane + tt * Dk, q_lane + tt * Dk, v, scal[0], scal[1], scal[3],
-                                             u, o);
+      float scal[kScalars];
+      if constexpr (kFused) {
+        load_scratch<kScalars>(buf.ssc + tt * kScalars, scal);
+        GDN_SIMD
+        for (int c = 0; c < kCols; ++c) {
+          u[c] = us[tt][c];
+          o[c] = os[tt][c];
+        }
+      } else {
+        float v[kCols];
+        load_scratch<kCols>(buf.sv + tt * kTeamCols + cg * kCols, v);
+        load_scratch<kScalars>(buf.ssc + tt * kScalars, scal);
+        token_step<kRows, kCols, kLanes, kAcc, kStride, Map::keep_key_rows, Map::col_block>(
+            s, k_lane + tt * Dk, q_lane + tt * Dk, v, scal[0], scal[1], scal[3], u, o);
+      }
       const float qf = scal[2];
       const int p = c0 + tt;  // position in the row
       if constexpr (kSplitStores) {

@@ -198,6 +198,118 @@ KOKKOS_FORCEINLINE_FUNCTION void token_step_blocked(float (&s)[Rows][Cols], cons
   }
 }
 
+/// Host form of a chunk's token steps (one lane, `Block`-column blocks): the
+/// update and readout of token t and the decay and key sums of token t+1 are
+/// one sweep over the state, one load and one store per element and token
+/// instead of two. Every element goes through the same operations in the
+/// same order as with token_step_blocked, and every sum in the same order,
+/// so the bits are the same. Token t's inputs: k and q at `t * kq_stride`,
+/// v at `t * v_stride`, scalars (decay, beta, qf, kinv) at `t * sc_stride`;
+/// its delta factors go to u[t], its un-scaled readout to o[t].
+template <int Rows, int Cols, int A, int Block, int MaxT>
+KOKKOS_FORCEINLINE_FUNCTION void token_steps_fused(float (&s)[Rows][Cols], const float* k, const float* q,
+                                                   int kq_stride, const float* v, int v_stride, const float* sc,
+                                                   int sc_stride, int nt, float (&u)[MaxT][Cols],
+                                                   float (&o)[MaxT][Cols]) {
+  static_assert(Cols % Block == 0 && Rows % A == 0, "column blocks and accumulators must divide the tile");
+  for (int c0 = 0; c0 < Cols; c0 += Block) {
+    float ub[Block];  // u of the token being applied
+    {
+      float acc[A][Block];
+      GDN_HOST_UNROLL
+      for (int a = 0; a < A; ++a) {
+        GDN_SIMD
+        for (int c = 0; c < Block; ++c) acc[a][c] = 0.0f;
+      }
+      const float d = sc[0];
+      for (int r = 0; r < Rows; r += A) {
+        GDN_HOST_UNROLL
+        for (int a = 0; a < A; ++a) {
+          const float kr = k[r + a];
+          float* const row = s[r + a] + c0;
+          GDN_SIMD
+          for (int c = 0; c < Block; ++c) {
+            const float sd = decay_state(row[c], d);
+            row[c] = sd;
+            acc[a][c] = fmaf(sd, kr, acc[a][c]);
+          }
+        }
+      }
+      combine_partials<A, Block>(acc);
+      GDN_SIMD
+      for (int c = 0; c < Block; ++c) {
+        ub[c] = delta_factor(v[c0 + c], acc[0][c], sc[1], sc[3]);
+        u[0][c0 + c] = ub[c];
+      }
+    }
+    for (int t = 0; t < nt; ++t) {
+      const float* const kt = k + t * kq_stride;
+      const float* const qt = q + t * kq_stride;
+      float oacc[A][Block];
+      GDN_HOST_UNROLL
+      for (int a = 0; a < A; ++a) {
+        GDN_SIMD
+        for (int c = 0; c < Block; ++c) oacc[a][c] = 0.0f;
+      }
+      if (t + 1 < nt) {
+        const float* const kn = k + (t + 1) * kq_stride;
+        const float* const scn = sc + (t + 1) * sc_stride;
+        const float dn = scn[0];
+        float nacc[A][Block];
+        GDN_HOST_UNROLL
+        for (int a = 0; a < A; ++a) {
+          GDN_SIMD
+          for (int c = 0; c < Block; ++c) nacc[a][c] = 0.0f;
+        }
+        for (int r = 0; r < Rows; r += A) {
+          GDN_HOST_UNROLL
+          for (int a = 0; a < A; ++a) {
+            const float kr = kt[r + a];
+            const float qr = qt[r + a];
+            const float knr = kn[r + a];
+            float* const row = s[r + a] + c0;
+            GDN_SIMD
+            for (int c = 0; c < Block; ++c) {
+              const float sn = delta_update(kr, ub[c], row[c]);
+              oacc[a][c] = fmaf(sn, qr, oacc[a][c]);
+              const float sd = decay_state(sn, dn);
+              row[c] = sd;
+              nacc[a][c] = fmaf(sd, knr, nacc[a][c]);
+            }
+          }
+        }
+        combine_partials<A, Block>(oacc);
+        combine_partials<A, Block>(nacc);
+        const float* const vn = v + (t + 1) * v_stride;
+        GDN_SIMD
+        for (int c = 0; c < Block; ++c) {
+          o[t][c0 + c] = oacc[0][c];
+          ub[c] = delta_factor(vn[c0 + c], nacc[0][c], scn[1], scn[3]);
+          u[t + 1][c0 + c] = ub[c];
+        }
+      } else {
+        for (int r = 0; r < Rows; r += A) {
+          GDN_HOST_UNROLL
+          for (int a = 0; a < A; ++a) {
+            const float kr = kt[r + a];
+            const float qr = qt[r + a];
+            float* const row = s[r + a] + c0;
+            GDN_SIMD
+            for (int c = 0; c < Block; ++c) {
+              const float sn = delta_update(kr, ub[c], row[c]);
+              row[c] = sn;
+              oacc[a][c] = fmaf(sn, qr, oacc[a][c]);
+            }
+          }
+        }
+        combine_partials<A, Block>(oacc);
+        GDN_SIMD
+        for (int c = 0; c < Block; ++c) o[t][c0 + c] = oacc[0][c];
+      }
+    }
+  }
+}
+
 /// With `KeepK`, the lane's key rows fetched in the first pass stay in
 /// registers for the second (fewer shared loads, `Rows` more registers).
 /// With one lane and `Block` < `Cols`, the work goes to token_step_blocked.
