@@ -136,76 +136,58 @@ KOKKOS_FORCEINLINE_FUNCTION float lane_sum_squares(const float* x) {
 /// `o` the un-scaled readout `sum_i S[i][j] q[i]` of the lane's columns
 /// (identical in every lane of the group). The group's lanes sit `Stride`
 /// apart in their vector (mapping.hpp, lane_group_sum).
-/// Host form of token_step (one lane): the same operations in the same
-/// per-column order, done `Block` columns at a time (one 512-bit vector of
-/// floats), so that the block's `A` partial sums stay in vector registers
-/// while the rows stream through L1.
-template <int Rows, int Cols, int A, int Block>
-KOKKOS_FORCEINLINE_FUNCTION void token_step_blocked(float (&s)[Rows][Cols], const float* k, const float* q,
-                                                    const float (&v)[Cols], float decay, float beta,
-                                                    float kinv, float (&u)[Cols], float (&o)[Cols]) {
-  static_assert(Cols % Block == 0 && Rows % A == 0, "column blocks and accumulators must divide the tile");
-  for (int c0 = 0; c0 < Cols; c0 += Block) {
-    float acc[A][Block];
-    GDN_HOST_UNROLL
-    for (int a = 0; a < A; ++a) {
-      GDN_SIMD
-      for (int c = 0; c < Block; ++c) acc[a][c] = 0.0f;
-    }
-    for (int r = 0; r < Rows; r += A) {
-      GDN_HOST_UNROLL
-      for (int a = 0; a < A; ++a) {
-        const float kr = k[r + a];
-        float* const row = s[r + a] + c0;
-        GDN_SIMD
-        for (int c = 0; c < Block; ++c) {
-          const float sd = decay_state(row[c], decay);
-          row[c] = sd;
-          acc[a][c] = fmaf(sd, kr, acc[a][c]);
-        }
-      }
-    }
-    combine_partials<A, Block>(acc);
-    float ub[Block];
+/// One sweep of the host's fused token loop over a column block (columns
+/// [c0, c0 + Block)) of the state: with `Apply`, token t's update
+/// (fma(k, u, S)) and readout sums (into `oacc`); with `Next`, then the
+/// following token's decay (rounded product) and key sums (into `nacc`). Each
+/// element is loaded and stored once. Sums: row r into partial sum r % A,
+/// rows in order, then combine_partials.
+template <int Rows, int Cols, int A, int Block, bool Apply, bool Next>
+KOKKOS_FORCEINLINE_FUNCTION void fused_sweep(float (&s)[Rows][Cols], int c0, const float* kt, const float* qt,
+                                             const float (&ub)[Block], float (&oacc)[A][Block], const float* kn,
+                                             float dn, float (&nacc)[A][Block]) {
+  GDN_HOST_UNROLL
+  for (int a = 0; a < A; ++a) {
     GDN_SIMD
     for (int c = 0; c < Block; ++c) {
-      ub[c] = delta_factor(v[c0 + c], acc[0][c], beta, kinv);
-      u[c0 + c] = ub[c];
+      oacc[a][c] = 0.0f;
+      nacc[a][c] = 0.0f;
     }
-    float oacc[A][Block];  // a second array: reusing `acc` kept it in memory (GCC 12)
+  }
+  for (int r = 0; r < Rows; r += A) {
     GDN_HOST_UNROLL
     for (int a = 0; a < A; ++a) {
+      float* const row = s[r + a] + c0;
+      const float kr = Apply ? kt[r + a] : 0.0f;
+      const float qr = Apply ? qt[r + a] : 0.0f;
+      const float knr = Next ? kn[r + a] : 0.0f;
       GDN_SIMD
-      for (int c = 0; c < Block; ++c) oacc[a][c] = 0.0f;
-    }
-    for (int r = 0; r < Rows; r += A) {
-      GDN_HOST_UNROLL
-      for (int a = 0; a < A; ++a) {
-        const float kr = k[r + a];
-        const float qr = q[r + a];
-        float* const row = s[r + a] + c0;
-        GDN_SIMD
-        for (int c = 0; c < Block; ++c) {
-          const float sn = delta_update(kr, ub[c], row[c]);
-          row[c] = sn;
-          oacc[a][c] = fmaf(sn, qr, oacc[a][c]);
+      for (int c = 0; c < Block; ++c) {
+        float x = row[c];
+        if constexpr (Apply) {
+          x = delta_update(kr, ub[c], x);
+          oacc[a][c] = fmaf(x, qr, oacc[a][c]);
         }
+        if constexpr (Next) {
+          x = decay_state(x, dn);
+          nacc[a][c] = fmaf(x, knr, nacc[a][c]);
+        }
+        row[c] = x;
       }
     }
-    combine_partials<A, Block>(oacc);
-    GDN_SIMD
-    for (int c = 0; c < Block; ++c) o[c0 + c] = oacc[0][c];
   }
+  if constexpr (Apply) combine_partials<A, Block>(oacc);
+  if constexpr (Next) combine_partials<A, Block>(nacc);
 }
 
-/// Host form of a chunk's token steps (one lane, `Block`-column blocks): the
-/// update and readout of token t and the decay and key sums of token t+1 are
-/// one sweep over the state, one load and one store per element and token
-/// instead of two. Every element goes through the same operations in the
-/// same order as with token_step_blocked, and every sum in the same order,
-/// so the bits are the same. Token t's inputs: k and q at `t * kq_stride`,
-/// v at `t * v_stride`, scalars (decay, beta, qf, kinv) at `t * sc_stride`;
-/// its delta factors go to u[t], its un-scaled readout to o[t].
+/// Host form of a chunk's token steps (one lane, `Block`-column blocks, one
+/// 512-bit vector each, so a block's `A` partial sums stay in registers):
+/// token t's update and readout and token t+1's decay and key sums are one
+/// sweep over the state (fused_sweep). Every element goes through the same
+/// operations in the same order as in token_step (decay product, then one
+/// fma). Token t's inputs: k and q at `t * kq_stride`, v at `t * v_stride`,
+/// scalars (decay, beta, qf, kinv) at `t * sc_stride`; its delta factors go
+/// to u[t], its un-scaled readout to o[t].
 template <int Rows, int Cols, int A, int Block, int MaxT>
 KOKKOS_FORCEINLINE_FUNCTION void token_steps_fused(float (&s)[Rows][Cols], const float* k, const float* q,
                                                    int kq_stride, const float* v, int v_stride, const float* sc,
@@ -214,97 +196,35 @@ KOKKOS_FORCEINLINE_FUNCTION void token_steps_fused(float (&s)[Rows][Cols], const
   static_assert(Cols % Block == 0 && Rows % A == 0, "column blocks and accumulators must divide the tile");
   for (int c0 = 0; c0 < Cols; c0 += Block) {
     float ub[Block];  // u of the token being applied
-    {
-      float acc[A][Block];
-      GDN_HOST_UNROLL
-      for (int a = 0; a < A; ++a) {
-        GDN_SIMD
-        for (int c = 0; c < Block; ++c) acc[a][c] = 0.0f;
-      }
-      const float d = sc[0];
-      for (int r = 0; r < Rows; r += A) {
-        GDN_HOST_UNROLL
-        for (int a = 0; a < A; ++a) {
-          const float kr = k[r + a];
-          float* const row = s[r + a] + c0;
-          GDN_SIMD
-          for (int c = 0; c < Block; ++c) {
-            const float sd = decay_state(row[c], d);
-            row[c] = sd;
-            acc[a][c] = fmaf(sd, kr, acc[a][c]);
-          }
-        }
-      }
-      combine_partials<A, Block>(acc);
-      GDN_SIMD
-      for (int c = 0; c < Block; ++c) {
-        ub[c] = delta_factor(v[c0 + c], acc[0][c], sc[1], sc[3]);
-        u[0][c0 + c] = ub[c];
-      }
-    }
-    for (int t = 0; t < nt; ++t) {
-      const float* const kt = k + t * kq_stride;
-      const float* const qt = q + t * kq_stride;
-      float oacc[A][Block];
-      GDN_HOST_UNROLL
-      for (int a = 0; a < A; ++a) {
-        GDN_SIMD
-        for (int c = 0; c < Block; ++c) oacc[a][c] = 0.0f;
-      }
-      if (t + 1 < nt) {
-        const float* const kn = k + (t + 1) * kq_stride;
-        const float* const scn = sc + (t + 1) * sc_stride;
-        const float dn = scn[0];
-        float nacc[A][Block];
-        GDN_HOST_UNROLL
-        for (int a = 0; a < A; ++a) {
-          GDN_SIMD
-          for (int c = 0; c < Block; ++c) nacc[a][c] = 0.0f;
-        }
-        for (int r = 0; r < Rows; r += A) {
-          GDN_HOST_UNROLL
-          for (int a = 0; a < A; ++a) {
-            const float kr = kt[r + a];
-            const float qr = qt[r + a];
-            const float knr = kn[r + a];
-            float* const row = s[r + a] + c0;
-            GDN_SIMD
-            for (int c = 0; c < Block; ++c) {
-              const float sn = delta_update(kr, ub[c], row[c]);
-              oacc[a][c] = fmaf(sn, qr, oacc[a][c]);
-              const float sd = decay_state(sn, dn);
-              row[c] = sd;
-              nacc[a][c] = fmaf(sd, knr, nacc[a][c]);
-            }
-          }
-        }
-        combine_partials<A, Block>(oacc);
-        combine_partials<A, Block>(nacc);
-        const float* const vn = v + (t + 1) * v_stride;
-        GDN_SIMD
-        for (int c = 0; c < Block; ++c) {
-          o[t][c0 + c] = oacc[0][c];
-          ub[c] = delta_factor(vn[c0 + c], nacc[0][c], scn[1], scn[3]);
-          u[t + 1][c0 + c] = ub[c];
-        }
+    float oacc[A][Block];
+    float nacc[A][Block];
+    for (int t = -1; t < nt; ++t) {
+      // t = -1: only the first token's decay and key sums.
+      const bool next = t + 1 < nt;
+      const int ta = t < 0 ? 0 : t;        // the token applied (none at t = -1)
+      const int tn = next ? t + 1 : ta;    // the next token (none at the last)
+      const float* const scn = sc + tn * sc_stride;
+      const float* const kt = k + ta * kq_stride;
+      const float* const qt = q + ta * kq_stride;
+      const float* const kn = k + tn * kq_stride;
+      if (t < 0) {
+        fused_sweep<Rows, Cols, A, Block, false, true>(s, c0, kt, qt, ub, oacc, kn, scn[0], nacc);
+      } else if (next) {
+        fused_sweep<Rows, Cols, A, Block, true, true>(s, c0, kt, qt, ub, oacc, kn, scn[0], nacc);
       } else {
-        for (int r = 0; r < Rows; r += A) {
-          GDN_HOST_UNROLL
-          for (int a = 0; a < A; ++a) {
-            const float kr = kt[r + a];
-            const float qr = qt[r + a];
-            float* const row = s[r + a] + c0;
-            GDN_SIMD
-            for (int c = 0; c < Block; ++c) {
-              const float sn = delta_update(kr, ub[c], row[c]);
-              row[c] = sn;
-              oacc[a][c] = fmaf(sn, qr, oacc[a][c]);
-            }
-          }
-        }
-        combine_partials<A, Block>(oacc);
+        fused_sweep<Rows, Cols, A, Block, true, false>(s, c0, kt, qt, ub, oacc, kn, 0.0f, nacc);
+      }
+      if (t >= 0) {
         GDN_SIMD
         for (int c = 0; c < Block; ++c) o[t][c0 + c] = oacc[0][c];
+      }
+      if (next) {
+        const float* const vn = v + tn * v_stride;
+        GDN_SIMD
+        for (int c = 0; c < Block; ++c) {
+          ub[c] = delta_factor(vn[c0 + c], nacc[0][c], scn[1], scn[3]);
+          u[tn][c0 + c] = ub[c];
+        }
       }
     }
   }
@@ -312,15 +232,10 @@ KOKKOS_FORCEINLINE_FUNCTION void token_steps_fused(float (&s)[Rows][Cols], const
 
 /// With `KeepK`, the lane's key rows fetched in the first pass stay in
 /// registers for the second (fewer shared loads, `Rows` more registers).
-/// With one lane and `Block` < `Cols`, the work goes to token_step_blocked.
-template <int Rows, int Cols, int Lanes, int A, int Stride = 1, bool KeepK = false, int Block = Cols>
+template <int Rows, int Cols, int Lanes, int A, int Stride = 1, bool KeepK = false>
 KOKKOS_FORCEINLINE_FUNCTION void token_step(float (&s)[Rows][Cols], const float* k, const float* q,
                                             const float (&v)[Cols], float decay, float beta,
                                             float kinv, float (&u)[Cols], float (&o)[Cols]) {
-  if constexpr (Lanes == 1 && Block < Cols) {
-    token_step_blocked<Rows, Cols, A, Block>(s, k, q, v, decay, beta, kinv, u, o);
-    return;
-  }
   // Rows are fetched V at a time; row r always feeds partial sum r % A, in
   // increasing r, whatever V is.
   constexpr int V = staged_fetch<Lanes, A>;
