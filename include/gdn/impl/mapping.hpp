@@ -99,7 +99,6 @@ struct RecurrenceMapping {
   static constexpr int min_teams_per_sm = 1;   ///< launch bound (GPU only)
   static constexpr int persistent_teams_per_sm = 0;  ///< 0: one team per work item
   static constexpr bool prefetch_state = false;  ///< copy the next item's state into scratch during this one
-  static constexpr bool keep_key_rows = false;   ///< key rows stay in registers between the two passes
   using schedule = Kokkos::Schedule<Kokkos::Dynamic>;
 };
 
@@ -142,9 +141,6 @@ struct FoldMapping {
 #ifndef GDN_CUDA_PREFETCH
 #define GDN_CUDA_PREFETCH 1
 #endif
-#ifndef GDN_CUDA_KEEP_K
-#define GDN_CUDA_KEEP_K 0
-#endif
 #ifndef GDN_CUDA_FOLD_ROWS
 #define GDN_CUDA_FOLD_ROWS 32
 #endif
@@ -178,7 +174,6 @@ struct RecurrenceMapping<Kokkos::Cuda> {
   static constexpr int min_teams_per_sm = GDN_CUDA_MIN_TEAMS;
   static constexpr int persistent_teams_per_sm = GDN_CUDA_PERSISTENT ? GDN_CUDA_MIN_TEAMS : 0;
   static constexpr bool prefetch_state = GDN_CUDA_PERSISTENT && GDN_CUDA_PREFETCH;
-  static constexpr bool keep_key_rows = GDN_CUDA_KEEP_K;
   using schedule = Kokkos::Schedule<Kokkos::Static>;
   static_assert(row_lanes >= 1 && row_lanes <= 32 && (row_lanes & (row_lanes - 1)) == 0,
                 "GDN_CUDA_ROW_LANES must be a power of two <= 32");

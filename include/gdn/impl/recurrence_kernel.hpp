@@ -330,7 +330,7 @@ struct RecurrenceKernel {
         float v[kCols];
         load_scratch<kCols>(buf.sv + tt * kTeamCols + cg * kCols, v);
         load_scratch<kScalars>(buf.ssc + tt * kScalars, scal);
-        token_step<kRows, kCols, kLanes, kAcc, kStride, Map::keep_key_rows>(
+        token_step<kRows, kCols, kLanes, kAcc, kStride>(
             s, k_lane + tt * Dk, q_lane + tt * Dk, v, scal[0], scal[1], scal[3], u, o);
       }
       const float qf = scal[2];

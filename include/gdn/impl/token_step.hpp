@@ -230,9 +230,7 @@ KOKKOS_FORCEINLINE_FUNCTION void token_steps_fused(float (&s)[Rows][Cols], const
   }
 }
 
-/// With `KeepK`, the lane's key rows fetched in the first pass stay in
-/// registers for the second (fewer shared loads, `Rows` more registers).
-template <int Rows, int Cols, int Lanes, int A, int Stride = 1, bool KeepK = false>
+template <int Rows, int Cols, int Lanes, int A, int Stride = 1>
 KOKKOS_FORCEINLINE_FUNCTION void token_step(float (&s)[Rows][Cols], const float* k, const float* q,
                                             const float (&v)[Cols], float decay, float beta,
                                             float kinv, float (&u)[Cols], float (&o)[Cols]) {
@@ -248,15 +246,10 @@ KOKKOS_FORCEINLINE_FUNCTION void token_step(float (&s)[Rows][Cols], const float*
     GDN_UNROLL
     for (int c = 0; c < Cols; ++c) acc[a][c] = 0.0f;
   }
-  float kept[KeepK ? Rows : 1];
   GDN_UNROLL
   for (int r = 0; r < Rows; r += V) {
     float kr[V];
     load_lane_rows<Lanes>(k, r, kr);
-    if constexpr (KeepK) {
-      GDN_UNROLL
-      for (int e = 0; e < V; ++e) kept[r + e] = kr[e];
-    }
     GDN_UNROLL
     for (int e = 0; e < V; ++e) {
       const int a = e % A;
@@ -286,12 +279,7 @@ KOKKOS_FORCEINLINE_FUNCTION void token_step(float (&s)[Rows][Cols], const float*
   for (int r = 0; r < Rows; r += V) {
     float kr[V];
     float qr[V];
-    if constexpr (KeepK) {
-      GDN_UNROLL
-      for (int e = 0; e < V; ++e) kr[e] = kept[r + e];
-    } else {
-      load_lane_rows<Lanes>(k, r, kr);
-    }
+    load_lane_rows<Lanes>(k, r, kr);
     load_lane_rows<Lanes>(q, r, qr);
     GDN_UNROLL
     for (int e = 0; e < V; ++e) {
