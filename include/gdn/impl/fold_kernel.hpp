@@ -18,7 +18,10 @@
 /// the state is read once and written once. Records are staged in scratch in
 /// chunks of `chunk_records` (the tile's slice of k, this head's u, the
 /// decay; all of a thread's copies in flight at once, `stage_async`), then
-/// each item applies them in order with the same two operations the forward uses (token_step.hpp: decay_state, delta_update).
+/// each item applies them in order with the same two operations the forward
+/// uses (token_step.hpp: decay_state, delta_update). On CUDA the record loop
+/// is the outer one (a thread's items share their columns, so u is fetched
+/// once per record); on the host the item loop is.
 
 #include <gdn/bf16.hpp>
 #include <gdn/impl/mapping.hpp>
@@ -49,6 +52,10 @@ struct FoldKernel {
   static_assert(Dk % kVec == 0 && Dk % kTileRows == 0, "fold mapping must tile the state");
   static_assert((kChunk * kTileRows) % 4 == 0 && Dk % 4 == 0, "staged records must stay 16-byte aligned");
   static_assert((kTileRows * kItemsPerRow) % Map::team_threads == 0, "fold items must divide evenly");
+  /// Records in the outer loop (each element still sees them in order): when
+  /// the items of a thread share their columns (GPU teams); the host keeps
+  /// one item in registers across all records.
+  static constexpr bool kRecordsOuter = Map::records_outer && Map::team_threads % kItemsPerRow == 0;
 
   Kokkos::View<const std::uint32_t**, MemSpace> m_state_rows;       // [L, B]
   Kokkos::View<StateT****, Kokkos::LayoutRight, MemSpace> m_state;  // [slots, nv, Dk, Dv]
@@ -113,18 +120,35 @@ struct FoldKernel {
       }
       stage_wait();
       team.team_barrier();
-      GDN_UNROLL
-      for (int it = 0; it < kItems; ++it) {
-        const int e = tid + it * Map::team_threads;
-        const int i = e / kItemsPerRow;
-        const int j = (e % kItemsPerRow) * kVec;
+      if constexpr (kRecordsOuter) {
+        // A thread's items share their columns: one fetch of u and the decay
+        // per record, then every item (row) applies it.
+        const int j = (tid % kItemsPerRow) * kVec;
         for (int p = 0; p < np; ++p) {
-          const float kval = sk[p * kTileRows + i];
           const float dec = sd[p];
           float u[kVec];
           load_scratch<kVec>(su + p * Dk + j, u);
-          GDN_UNROLL GDN_SIMD
-          for (int c = 0; c < kVec; ++c) s[it][c] = delta_update(kval, u[c], decay_state(s[it][c], dec));
+          GDN_UNROLL
+          for (int it = 0; it < kItems; ++it) {
+            const float kval = sk[p * kTileRows + (tid + it * Map::team_threads) / kItemsPerRow];
+            GDN_UNROLL
+            for (int c = 0; c < kVec; ++c) s[it][c] = delta_update(kval, u[c], decay_state(s[it][c], dec));
+          }
+        }
+      } else {
+        GDN_UNROLL
+        for (int it = 0; it < kItems; ++it) {
+          const int e = tid + it * Map::team_threads;
+          const int i = e / kItemsPerRow;
+          const int j = (e % kItemsPerRow) * kVec;
+          for (int p = 0; p < np; ++p) {
+            const float kval = sk[p * kTileRows + i];
+            const float dec = sd[p];
+            float u[kVec];
+            load_scratch<kVec>(su + p * Dk + j, u);
+            GDN_UNROLL GDN_SIMD
+            for (int c = 0; c < kVec; ++c) s[it][c] = delta_update(kval, u[c], decay_state(s[it][c], dec));
+          }
         }
       }
       team.team_barrier();

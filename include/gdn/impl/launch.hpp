@@ -101,7 +101,6 @@ void launch_recurrence(const char* label, const ExecSpace& space, const HeadConf
     k.m_ring = ring;
     k.m_nv = cfg.num_value_heads;
     k.m_group = cfg.group_size();
-    k.m_tiles = Kernel::tiles_per_head();
     k.m_ring_len = Verify ? static_cast<int>(ring.extent(2)) : 0;
     k.m_key_dim = cfg.key_dim();
     k.m_q_scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(Dk)));

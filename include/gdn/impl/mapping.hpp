@@ -99,6 +99,7 @@ struct RecurrenceMapping {
   static constexpr int min_teams_per_sm = 1;   ///< launch bound (GPU only)
   static constexpr int persistent_teams_per_sm = 0;  ///< 0: one team per work item
   static constexpr bool prefetch_state = false;  ///< copy the next item's state into scratch during this one
+  static constexpr bool fused_tokens = true;     ///< one sweep over the state per token (token_steps_fused)
   using schedule = Kokkos::Schedule<Kokkos::Dynamic>;
 };
 
@@ -110,6 +111,7 @@ struct FoldMapping {
   static constexpr int team_threads = 1;
   static constexpr int rows_per_team = GDN_HOST_FOLD_ROWS;  ///< state rows covered by one team
   static constexpr int chunk_records = 16;  ///< records staged per team barrier
+  static constexpr bool records_outer = false;  ///< item loop outside the record loop
   static constexpr int min_teams_per_sm = 1;
   using schedule = Kokkos::Schedule<Kokkos::Dynamic>;
 };
@@ -141,11 +143,17 @@ struct FoldMapping {
 #ifndef GDN_CUDA_PREFETCH
 #define GDN_CUDA_PREFETCH 1
 #endif
+#ifndef GDN_CUDA_FUSED
+#define GDN_CUDA_FUSED 1
+#endif
 #ifndef GDN_CUDA_FOLD_ROWS
 #define GDN_CUDA_FOLD_ROWS 32
 #endif
 #ifndef GDN_CUDA_FOLD_MIN_TEAMS
 #define GDN_CUDA_FOLD_MIN_TEAMS 5
+#endif
+#ifndef GDN_CUDA_FOLD_RECORDS_OUTER
+#define GDN_CUDA_FOLD_RECORDS_OUTER 1
 #endif
 /// CUDA: `row_lanes` lanes split the rows of `cols_per_lane` columns; with the
 /// defaults (8 x 4) a warp covers 16 columns and a lane holds (Dk/8) x 4
@@ -174,12 +182,17 @@ struct RecurrenceMapping<Kokkos::Cuda> {
   static constexpr int min_teams_per_sm = GDN_CUDA_MIN_TEAMS;
   static constexpr int persistent_teams_per_sm = GDN_CUDA_PERSISTENT ? GDN_CUDA_MIN_TEAMS : 0;
   static constexpr bool prefetch_state = GDN_CUDA_PERSISTENT && GDN_CUDA_PREFETCH;
+  /// One sweep over the fragment per token (token t's update and readout
+  /// with token t+1's decay and key sums) and reduce-scatter sums.
+  static constexpr bool fused_tokens = GDN_CUDA_FUSED != 0;
   using schedule = Kokkos::Schedule<Kokkos::Static>;
   static_assert(row_lanes >= 1 && row_lanes <= 32 && (row_lanes & (row_lanes - 1)) == 0,
                 "GDN_CUDA_ROW_LANES must be a power of two <= 32");
   static_assert(vector_length <= 32 && (vector_length & (vector_length - 1)) == 0 &&
                     vector_length % row_lanes == 0 && (team_threads * row_lanes) % vector_length == 0,
                 "GDN_CUDA_VECTOR must be a power of two <= 32, a multiple of the row lanes, dividing the team");
+  static_assert(!fused_tokens || (row_lanes >= cols_per_lane && (cols_per_lane & (cols_per_lane - 1)) == 0),
+                "GDN_CUDA_FUSED needs GDN_CUDA_ROW_LANES >= GDN_CUDA_COLS_PER_LANE (a power of two)");
 };
 
 /// CUDA fold: 128 threads per team, 16-byte items (4 float or 8 bf16 columns),
@@ -191,6 +204,7 @@ struct FoldMapping<Kokkos::Cuda, StateT> {
   static constexpr int team_threads = 128;
   static constexpr int rows_per_team = GDN_CUDA_FOLD_ROWS;
   static constexpr int chunk_records = 16;
+  static constexpr bool records_outer = GDN_CUDA_FOLD_RECORDS_OUTER != 0;  ///< record loop outside the item loop
   static constexpr int min_teams_per_sm = GDN_CUDA_FOLD_MIN_TEAMS;
   using schedule = Kokkos::Schedule<Kokkos::Static>;
 };
@@ -240,6 +254,21 @@ KOKKOS_FORCEINLINE_FUNCTION int vector_index() {
 #endif
 }
 
+#if defined(__CUDA_ARCH__)
+/// The warp mask of this thread's lane group: `Lanes` lanes `Stride` apart
+/// within one vector of `Lanes * Stride` threads.
+template <int Lanes, int Stride>
+__device__ __forceinline__ unsigned lane_group_mask() {
+  constexpr unsigned span = unsigned(Lanes * Stride);  // warp lanes of one vector
+  static_assert(span <= 32u, "a lane group must stay within a warp");
+  unsigned pattern = 0u;
+  GDN_UNROLL
+  for (int k = 0; k < Lanes; ++k) pattern |= 1u << (k * Stride);
+  const unsigned w = (threadIdx.y * blockDim.x + threadIdx.x) & 31u;
+  return pattern << ((w & ~(span - 1u)) + (w % unsigned(Stride)));
+}
+#endif
+
 /// Sum each element of `v` over the `Lanes` lanes of this lane group, which
 /// sit `Stride` apart within one vector of `Lanes * Stride` threads (xor
 /// butterfly); every lane ends with the same bits. A no-op for one lane.
@@ -247,13 +276,7 @@ template <int Lanes, int Stride, int N>
 KOKKOS_FORCEINLINE_FUNCTION void lane_group_sum(float (&v)[N]) {
 #if defined(__CUDA_ARCH__)
   if constexpr (Lanes > 1) {
-    constexpr unsigned span = unsigned(Lanes * Stride);  // warp lanes of one vector
-    static_assert(span <= 32u, "a lane group must stay within a warp");
-    unsigned pattern = 0u;
-    GDN_UNROLL
-    for (int k = 0; k < Lanes; ++k) pattern |= 1u << (k * Stride);
-    const unsigned w = (threadIdx.y * blockDim.x + threadIdx.x) & 31u;
-    const unsigned mask = pattern << ((w & ~(span - 1u)) + (w % unsigned(Stride)));
+    const unsigned mask = lane_group_mask<Lanes, Stride>();
     GDN_UNROLL
     for (int off = Lanes / 2; off > 0; off /= 2) {
       GDN_UNROLL
@@ -262,6 +285,69 @@ KOKKOS_FORCEINLINE_FUNCTION void lane_group_sum(float (&v)[N]) {
   }
 #else
   (void)v;
+#endif
+}
+
+/// The column of `C` whose group sum `lane_reduce_scatter` leaves in lane
+/// `lane` of a group of `Lanes` (Lanes / C consecutive lanes per column).
+template <int Lanes, int C>
+KOKKOS_FORCEINLINE_FUNCTION constexpr int scatter_column(int lane) {
+  return Lanes >= C ? lane / (Lanes / C) : 0;
+}
+
+/// \brief Reduce-scatter of `C` partial sums over the `Lanes` lanes of a group
+/// (Lanes >= C, both powers of two): returns the group sum of element
+/// `scatter_column<Lanes, C>(lane)`.
+///
+/// An xor butterfly in which, while more than one element is left, each lane
+/// keeps half of them (the upper half if its lane bit is set) and sends the
+/// other half, so a lane adds C - 1 + log2(Lanes / C) received values instead
+/// of C log2(Lanes). Every lane that ends with an element holds the same bits
+/// (the last additions are commutative pairs). Host (one lane): `v[0]`.
+template <int Lanes, int Stride, int C>
+KOKKOS_FORCEINLINE_FUNCTION float lane_reduce_scatter(float (&v)[C], int lane) {
+#if defined(__CUDA_ARCH__)
+  static_assert(Lanes >= C && (C & (C - 1)) == 0, "reduce-scatter: at least as many lanes as elements");
+  const unsigned mask = lane_group_mask<Lanes, Stride>();
+  int n = C;  // elements left (a constant once the loop is unrolled)
+  GDN_UNROLL
+  for (int off = Lanes / 2; off > 0; off /= 2) {
+    if (n > 1) {
+      const bool hi = (lane & off) != 0;
+      n /= 2;
+      GDN_UNROLL
+      for (int j = 0; j < n; ++j) {
+        const float send = hi ? v[j] : v[j + n];
+        const float keep = hi ? v[j + n] : v[j];
+        v[j] = keep + __shfl_xor_sync(mask, send, off * Stride);
+      }
+    } else {
+      v[0] += __shfl_xor_sync(mask, v[0], off * Stride);
+    }
+  }
+  return v[0];
+#else
+  (void)lane;
+  return v[0];
+#endif
+}
+
+/// All-gather after `lane_reduce_scatter`: `out[c]` = the `own` value of the
+/// lanes that hold column c (the first of them). Host (one lane): `own`.
+template <int Lanes, int Stride, int C>
+KOKKOS_FORCEINLINE_FUNCTION void lane_gather(float own, float (&out)[C]) {
+#if defined(__CUDA_ARCH__)
+  const unsigned mask = lane_group_mask<Lanes, Stride>();
+  constexpr unsigned span = unsigned(Lanes * Stride);
+  const unsigned w = (threadIdx.y * blockDim.x + threadIdx.x) & 31u;
+  const unsigned first = (w & ~(span - 1u)) + (w % unsigned(Stride));  // warp lane of the group's lane 0
+  GDN_UNROLL
+  for (int c = 0; c < C; ++c) {
+    out[c] = __shfl_sync(mask, own, static_cast<int>(first + unsigned(c * (Lanes / C) * Stride)));
+  }
+#else
+  GDN_UNROLL
+  for (int c = 0; c < C; ++c) out[c] = own;
 #endif
 }
 

@@ -76,6 +76,8 @@ struct RecurrenceKernel {
   static constexpr int kScalars = 4;  // decay, beta, qf, kinv
   static constexpr int kThreads = Map::team_threads * Map::row_lanes;  // threads per team
   static constexpr int kStride = Map::lane_stride;  // distance between a group's lanes in a vector
+  /// GPU lane groups: the fused token loop with reduce-scatter sums (compute_stage).
+  static constexpr bool kLaneFused = kLanes > 1 && Map::fused_tokens;
   static_assert(kThreads == Map::team_size * Map::vector_length, "team shape: vectors x vector length");
   static_assert(Dk % kLanes == 0, "row lanes must divide Dk");
   static_assert(Dk % kTeamCols == 0, "a team's column tile must divide Dv");
@@ -94,7 +96,6 @@ struct RecurrenceKernel {
   Kokkos::View<RingT****, Kokkos::LayoutRight, MemSpace> m_ring;  // [ring_rows, nk, RING_LEN, record_stride]
   int m_nv = 0;
   int m_group = 1;
-  int m_tiles = 1;
   int m_ring_len = 0;
   long m_key_dim = 0;
   float m_q_scale = 1.0f;
@@ -138,9 +139,9 @@ struct RecurrenceKernel {
     int tile, h, b, kh, g, len;
     std::uint32_t t_begin;
     KOKKOS_INLINE_FUNCTION Item(const RecurrenceKernel& k, int item)
-        : tile(item % k.m_tiles),
-          h((item / k.m_tiles) % k.m_nv),
-          b(item / (k.m_tiles * k.m_nv)),
+        : tile(item % tiles_per_head()),
+          h((item / tiles_per_head()) % k.m_nv),
+          b(item / tiles_per_head() / k.m_nv),
           kh(h / k.m_group),
           g(h % k.m_group),
           len(static_cast<int>(k.m_offsets(b + 1) - k.m_offsets(b))),
@@ -150,15 +151,15 @@ struct RecurrenceKernel {
   /// The first item at or after `item` (stepping by `stride`) with a non-empty row; -1 if none.
   KOKKOS_INLINE_FUNCTION int next_nonempty(int item, int stride) const {
     for (; item < m_items; item += stride) {
-      const int b = item / (m_tiles * m_nv);
+      const int b = item / tiles_per_head() / m_nv;
       if (m_offsets(b + 1) > m_offsets(b)) return item;
     }
     return -1;
   }
 
-  KOKKOS_INLINE_FUNCTION Stage next_stage(const Stage& st, int stride) const {
+  /// The stage after `st` (whose item is `it`) in a team's sequence.
+  KOKKOS_INLINE_FUNCTION Stage next_stage(const Stage& st, const Item& it, int stride) const {
     Stage n;
-    const Item it(*this, st.item);
     if (st.c0 + kChunk < it.len) {
       n.item = st.item;
       n.c0 = st.c0 + kChunk;
@@ -177,9 +178,8 @@ struct RecurrenceKernel {
   /// Start this thread's copies of a stage's inputs (and, at the start of an
   /// item when the mapping prefetches, of its state fragment) into scratch.
   /// Every input value is read from global memory once per team.
-  KOKKOS_INLINE_FUNCTION void issue_stage(const Stage& st, const ChunkBuf& buf, StateT* sbuf, int lane, int cg,
-                                          int tid) const {
-    const Item it(*this, st.item);
+  KOKKOS_INLINE_FUNCTION void issue_stage(const Stage& st, const Item& it, const ChunkBuf& buf, StateT* sbuf,
+                                          int lane, int cg, int tid) const {
     const int nt = (it.len - st.c0 < kChunk) ? (it.len - st.c0) : kChunk;
     const std::uint32_t tok0 = it.t_begin + static_cast<std::uint32_t>(st.c0);
     const long q_base = static_cast<long>(it.kh) * Dk;
@@ -235,11 +235,11 @@ struct RecurrenceKernel {
     const int lane = vector_index() / kStride;
     const int cg = team.team_rank() * kStride + vector_index() % kStride;
     const int tid = team.team_rank() * Map::vector_length + vector_index();
-    issue_stage(cur, ChunkBuf(chunks), sbuf, lane, cg, tid);
+    Item it(*this, cur.item);  // built once per item: one read of row_offsets
+    issue_stage(cur, it, ChunkBuf(chunks), sbuf, lane, cg, tid);
     int nb = 0;
     float s[kRows][kCols];
     while (cur.item >= 0) {
-      const Item it(*this, cur.item);
       StateT* const frag = state_fragment(it, lane, cg);
       stage_wait();  // this thread's copies of the stage have landed
       if (cur.c0 == 0) {
@@ -255,14 +255,16 @@ struct RecurrenceKernel {
       // Everyone's copies have landed, the state buffer has been read, and the
       // other chunk buffer is no longer in use: start the next stage's copies.
       team.team_barrier();
-      const Stage nxt = next_stage(cur, stride);
-      if (nxt.item >= 0) issue_stage(nxt, ChunkBuf(chunks + (nb ^ 1) * kChunkFloats), sbuf, lane, cg, tid);
+      const Stage nxt = next_stage(cur, it, stride);
+      const Item nit = (nxt.item == cur.item || nxt.item < 0) ? it : Item(*this, nxt.item);
+      if (nxt.item >= 0) issue_stage(nxt, nit, ChunkBuf(chunks + (nb ^ 1) * kChunkFloats), sbuf, lane, cg, tid);
       compute_stage(team, it, cur.c0, ChunkBuf(chunks + nb * kChunkFloats), s, lane, cg, tid);
       if (cur.c0 + kChunk >= it.len && !(Verify && it.len <= m_ring_len)) {
         GDN_UNROLL
         for (int r = 0; r < kRows; ++r) store_vec(frag + r * kLanes * Dk, s[r]);
       }
       cur = nxt;
+      it = nit;
       nb ^= 1;
     }
   }
@@ -297,59 +299,104 @@ struct RecurrenceKernel {
       }
     }
     team.team_barrier();
-    // Output and record stores: with at least 2*cols_per_lane lanes, lane l < C
-    // writes out column l and lane C + l the record's u of column l (one store
-    // each per token); otherwise lane l writes the columns c with c % lanes == l.
-    constexpr bool kSplitStores = kLanes >= 2 * kCols;
-    const int my_col = kSplitStores ? (lane % kCols) : 0;
-    float* const out_col = &m_out(it.t_begin, static_cast<long>(it.h) * Dk + col0 + my_col);
     const long out_tok = static_cast<long>(m_out.stride(0));
-    RingT* const rec_u = record ? &m_ring(ring_row, it.kh, 0, Dk + it.g * Dk + col0 + my_col) : nullptr;
     const long rec_stride = static_cast<long>(m_ring.stride(2));
-    // The host (one lane, column blocks) runs the chunk's tokens fused:
-    // token_steps_fused, one sweep over the state per token.
-    constexpr bool kFused = kLanes == 1 && Map::col_block < kCols;
-    float us[kFused ? kChunk : 1][kCols];
-    float os[kFused ? kChunk : 1][kCols];
-    if constexpr (kFused) {
-      token_steps_fused<kRows, kCols, kAcc, Map::col_block, kChunk>(s, k_lane, q_lane, Dk, buf.sv + cg * kCols,
-                                                                    kTeamCols, buf.ssc, kScalars, nt, us, os);
-    }
-    for (int tt = 0; tt < nt; ++tt) {
+    if constexpr (kLaneFused) {
+      // One sweep over the fragment per token: token t's update and readout
+      // sums with token t+1's decay and key sums (fused_sweep). The group's
+      // sums are reduce-scattered: lane `lane` ends with column
+      // scatter_column(lane) of kv (its delta factor is computed there and
+      // gathered by every lane) and of the readout; of the lanes holding a
+      // column, the first writes the output and the second the record's u.
+      constexpr int kPer = kLanes / kCols;  // lanes per scattered column
+      const int my_col = scatter_column<kLanes, kCols>(lane);
+      const bool out_lane = lane % kPer == 0;
+      const bool rec_lane = record && (kPer == 1 || lane % kPer == 1);
+      float* const out_col = &m_out(it.t_begin, static_cast<long>(it.h) * Dk + col0 + my_col);
+      RingT* const rec_u = record ? &m_ring(ring_row, it.kh, 0, Dk + it.g * Dk + col0 + my_col) : nullptr;
+      const float* const v_own = buf.sv + cg * kCols + my_col;  // token tt at + tt * kTeamCols
       float u[kCols];
-      float o[kCols];
+      float oacc[1][kCols];
+      float nacc[1][kCols];
       float scal[kScalars];
-      if constexpr (kFused) {
-        load_scratch<kScalars>(buf.ssc + tt * kScalars, scal);
-        GDN_SIMD
-        for (int c = 0; c < kCols; ++c) {
-          u[c] = us[tt][c];
-          o[c] = os[tt][c];
+      load_scratch<kScalars>(buf.ssc, scal);
+      fused_sweep<kRows, kCols, kLanes, 1, kCols, false, true>(s, 0, k_lane, q_lane, u, oacc, k_lane, scal[0], nacc);
+      float u_own = delta_factor(v_own[0], lane_reduce_scatter<kLanes, kStride>(nacc[0], lane), scal[1], scal[3]);
+      lane_gather<kLanes, kStride>(u_own, u);
+      for (int tt = 0; tt < nt; ++tt) {
+        const float* const kt = k_lane + tt * Dk;
+        const float* const qt = q_lane + tt * Dk;
+        const float qf = scal[2];
+        const bool next = tt + 1 < nt;
+        if (next) {
+          load_scratch<kScalars>(buf.ssc + (tt + 1) * kScalars, scal);
+          fused_sweep<kRows, kCols, kLanes, 1, kCols, true, true>(s, 0, kt, qt, u, oacc, kt + Dk, scal[0], nacc);
+        } else {
+          fused_sweep<kRows, kCols, kLanes, 1, kCols, true, false>(s, 0, kt, qt, u, oacc, kt, 0.0f, nacc);
         }
-      } else {
-        float v[kCols];
-        load_scratch<kCols>(buf.sv + tt * kTeamCols + cg * kCols, v);
-        load_scratch<kScalars>(buf.ssc + tt * kScalars, scal);
-        token_step<kRows, kCols, kLanes, kAcc, kStride>(
-            s, k_lane + tt * Dk, q_lane + tt * Dk, v, scal[0], scal[1], scal[3], u, o);
+        const float o_own = lane_reduce_scatter<kLanes, kStride>(oacc[0], lane);
+        const int p = c0 + tt;  // position in the row
+        if (out_lane) out_col[p * out_tok] = qf * o_own;
+        if (rec_lane) rec_u[p * rec_stride] = from_float<RingT>(u_own);
+        if (next) {
+          const float kv = lane_reduce_scatter<kLanes, kStride>(nacc[0], lane);
+          u_own = delta_factor(v_own[(tt + 1) * kTeamCols], kv, scal[1], scal[3]);
+          lane_gather<kLanes, kStride>(u_own, u);
+        }
       }
-      const float qf = scal[2];
-      const int p = c0 + tt;  // position in the row
-      if constexpr (kSplitStores) {
-        if (lane < kCols) {
-          out_col[p * out_tok] = qf * pick(o, my_col);
-        } else if (record && lane < 2 * kCols) {
-          rec_u[p * rec_stride] = from_float<RingT>(pick(u, my_col));
+    } else {
+      // Output and record stores: with at least 2*cols_per_lane lanes, lane l < C
+      // writes out column l and lane C + l the record's u of column l (one store
+      // each per token); otherwise lane l writes the columns c with c % lanes == l.
+      constexpr bool kSplitStores = kLanes >= 2 * kCols;
+      const int my_col = kSplitStores ? (lane % kCols) : 0;
+      float* const out_col = &m_out(it.t_begin, static_cast<long>(it.h) * Dk + col0 + my_col);
+      RingT* const rec_u = record ? &m_ring(ring_row, it.kh, 0, Dk + it.g * Dk + col0 + my_col) : nullptr;
+      // The host (one lane, column blocks) runs the chunk's tokens fused:
+      // token_steps_fused, one sweep over the state per token.
+      constexpr bool kFused = kLanes == 1 && Map::fused_tokens && Map::col_block < kCols;
+      float us[kFused ? kChunk : 1][kCols];
+      float os[kFused ? kChunk : 1][kCols];
+      if constexpr (kFused) {
+        token_steps_fused<kRows, kCols, kAcc, Map::col_block, kChunk>(s, k_lane, q_lane, Dk, buf.sv + cg * kCols,
+                                                                      kTeamCols, buf.ssc, kScalars, nt, us, os);
+      }
+      for (int tt = 0; tt < nt; ++tt) {
+        float u[kCols];
+        float o[kCols];
+        float scal[kScalars];
+        if constexpr (kFused) {
+          load_scratch<kScalars>(buf.ssc + tt * kScalars, scal);
+          GDN_SIMD
+          for (int c = 0; c < kCols; ++c) {
+            u[c] = us[tt][c];
+            o[c] = os[tt][c];
+          }
+        } else {
+          float v[kCols];
+          load_scratch<kCols>(buf.sv + tt * kTeamCols + cg * kCols, v);
+          load_scratch<kScalars>(buf.ssc + tt * kScalars, scal);
+          token_step<kRows, kCols, kLanes, kAcc, kStride>(
+              s, k_lane + tt * Dk, q_lane + tt * Dk, v, scal[0], scal[1], scal[3], u, o);
         }
-      } else {
-        GDN_UNROLL
-        for (int c = 0; c < kCols; ++c) {
-          if (c % kLanes == lane) out_col[p * out_tok + c * static_cast<long>(m_out.stride(1))] = qf * o[c];
-        }
-        if (record) {
+        const float qf = scal[2];
+        const int p = c0 + tt;  // position in the row
+        if constexpr (kSplitStores) {
+          if (lane < kCols) {
+            out_col[p * out_tok] = qf * pick(o, my_col);
+          } else if (record && lane < 2 * kCols) {
+            rec_u[p * rec_stride] = from_float<RingT>(pick(u, my_col));
+          }
+        } else {
           GDN_UNROLL
           for (int c = 0; c < kCols; ++c) {
-            if (c % kLanes == lane) rec_u[p * rec_stride + c] = from_float<RingT>(u[c]);
+            if (c % kLanes == lane) out_col[p * out_tok + c * static_cast<long>(m_out.stride(1))] = qf * o[c];
+          }
+          if (record) {
+            GDN_UNROLL
+            for (int c = 0; c < kCols; ++c) {
+              if (c % kLanes == lane) rec_u[p * rec_stride + c] = from_float<RingT>(u[c]);
+            }
           }
         }
       }

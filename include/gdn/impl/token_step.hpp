@@ -127,25 +127,23 @@ KOKKOS_FORCEINLINE_FUNCTION float lane_sum_squares(const float* x) {
   return tot[0];
 }
 
-/// \brief One token of the recurrence on one lane's fragment of the state.
-///
-/// The lane owns rows `r*Lanes + lane` (r < Rows) of `Cols` consecutive
-/// columns: `s[r][c]`. `k` and `q` point at this lane's staged base of the
-/// key and query (staged_row layout), `v` holds the lane's columns of the
-/// value. On return `s` is the updated fragment, `u` the delta factors and
-/// `o` the un-scaled readout `sum_i S[i][j] q[i]` of the lane's columns
-/// (identical in every lane of the group). The group's lanes sit `Stride`
-/// apart in their vector (mapping.hpp, lane_group_sum).
-/// One sweep of the host's fused token loop over a column block (columns
-/// [c0, c0 + Block)) of the state: with `Apply`, token t's update
-/// (fma(k, u, S)) and readout sums (into `oacc`); with `Next`, then the
-/// following token's decay (rounded product) and key sums (into `nacc`). Each
-/// element is loaded and stored once. Sums: row r into partial sum r % A,
-/// rows in order, then combine_partials.
-template <int Rows, int Cols, int A, int Block, bool Apply, bool Next>
+/// One sweep of a fused token loop over a column block (columns
+/// [c0, c0 + Block)) of a lane's fragment (rows `r*Lanes + lane`): with
+/// `Apply`, token t's update (fma(k, u, S), `kt`, `ub`) and readout sums
+/// (`qt`, into `oacc`); with `Next`, then the following token's decay
+/// (rounded product by `dn`) and key sums (`kn`, into `nacc`). `kt`, `qt` and
+/// `kn` point at the lane's staged base (staged_row layout). Each element is
+/// loaded and stored once. Sums: the lane's row r into partial sum r % A,
+/// rows in order, then combine_partials; the caller sums over the lane group.
+/// The host runs it over 16-column blocks of one lane (token_steps_fused), a
+/// GPU lane over its whole fragment (RecurrenceKernel::compute_stage).
+template <int Rows, int Cols, int Lanes, int A, int Block, bool Apply, bool Next>
 KOKKOS_FORCEINLINE_FUNCTION void fused_sweep(float (&s)[Rows][Cols], int c0, const float* kt, const float* qt,
                                              const float (&ub)[Block], float (&oacc)[A][Block], const float* kn,
                                              float dn, float (&nacc)[A][Block]) {
+  constexpr int V = staged_fetch<Lanes, A>;  // rows per fetch
+  static_assert(Rows % V == 0 && V % A == 0, "fetch width and accumulators must divide the rows per lane");
+  GDN_UNROLL
   GDN_HOST_UNROLL
   for (int a = 0; a < A; ++a) {
     GDN_SIMD
@@ -154,23 +152,31 @@ KOKKOS_FORCEINLINE_FUNCTION void fused_sweep(float (&s)[Rows][Cols], int c0, con
       nacc[a][c] = 0.0f;
     }
   }
-  for (int r = 0; r < Rows; r += A) {
+  GDN_UNROLL
+  for (int r = 0; r < Rows; r += V) {
+    float kr[V];
+    float qr[V];
+    float knr[V];
+    if constexpr (Apply) {
+      load_lane_rows<Lanes>(kt, r, kr);
+      load_lane_rows<Lanes>(qt, r, qr);
+    }
+    if constexpr (Next) load_lane_rows<Lanes>(kn, r, knr);
+    GDN_UNROLL
     GDN_HOST_UNROLL
-    for (int a = 0; a < A; ++a) {
-      float* const row = s[r + a] + c0;
-      const float kr = Apply ? kt[r + a] : 0.0f;
-      const float qr = Apply ? qt[r + a] : 0.0f;
-      const float knr = Next ? kn[r + a] : 0.0f;
+    for (int e = 0; e < V; ++e) {
+      const int a = e % A;
+      float* const row = s[r + e] + c0;
       GDN_SIMD
       for (int c = 0; c < Block; ++c) {
         float x = row[c];
         if constexpr (Apply) {
-          x = delta_update(kr, ub[c], x);
-          oacc[a][c] = fmaf(x, qr, oacc[a][c]);
+          x = delta_update(kr[e], ub[c], x);
+          oacc[a][c] = fmaf(x, qr[e], oacc[a][c]);
         }
         if constexpr (Next) {
           x = decay_state(x, dn);
-          nacc[a][c] = fmaf(x, knr, nacc[a][c]);
+          nacc[a][c] = fmaf(x, knr[e], nacc[a][c]);
         }
         row[c] = x;
       }
@@ -208,11 +214,11 @@ KOKKOS_FORCEINLINE_FUNCTION void token_steps_fused(float (&s)[Rows][Cols], const
       const float* const qt = q + ta * kq_stride;
       const float* const kn = k + tn * kq_stride;
       if (t < 0) {
-        fused_sweep<Rows, Cols, A, Block, false, true>(s, c0, kt, qt, ub, oacc, kn, scn[0], nacc);
+        fused_sweep<Rows, Cols, 1, A, Block, false, true>(s, c0, kt, qt, ub, oacc, kn, scn[0], nacc);
       } else if (next) {
-        fused_sweep<Rows, Cols, A, Block, true, true>(s, c0, kt, qt, ub, oacc, kn, scn[0], nacc);
+        fused_sweep<Rows, Cols, 1, A, Block, true, true>(s, c0, kt, qt, ub, oacc, kn, scn[0], nacc);
       } else {
-        fused_sweep<Rows, Cols, A, Block, true, false>(s, c0, kt, qt, ub, oacc, kn, 0.0f, nacc);
+        fused_sweep<Rows, Cols, 1, A, Block, true, false>(s, c0, kt, qt, ub, oacc, kn, 0.0f, nacc);
       }
       if (t >= 0) {
         GDN_SIMD
@@ -230,6 +236,17 @@ KOKKOS_FORCEINLINE_FUNCTION void token_steps_fused(float (&s)[Rows][Cols], const
   }
 }
 
+/// \brief One token of the recurrence on one lane's fragment of the state
+/// (the unfused form: decay and key sums, then update and readout sums, two
+/// sweeps; used where the fused loops do not apply).
+///
+/// The lane owns rows `r*Lanes + lane` (r < Rows) of `Cols` consecutive
+/// columns: `s[r][c]`. `k` and `q` point at this lane's staged base of the
+/// key and query (staged_row layout), `v` holds the lane's columns of the
+/// value. On return `s` is the updated fragment, `u` the delta factors and
+/// `o` the un-scaled readout `sum_i S[i][j] q[i]` of the lane's columns
+/// (identical in every lane of the group). The group's lanes sit `Stride`
+/// apart in their vector (mapping.hpp, lane_group_sum).
 template <int Rows, int Cols, int Lanes, int A, int Stride = 1>
 KOKKOS_FORCEINLINE_FUNCTION void token_step(float (&s)[Rows][Cols], const float* k, const float* q,
                                             const float (&v)[Cols], float decay, float beta,
