@@ -177,7 +177,7 @@ struct RecurrenceMapping<Kokkos::Cuda> {
   static constexpr int team_size = team_threads * row_lanes / vector_length;
   static constexpr int row_accumulators = 1;
   static constexpr int col_block = GDN_CUDA_COLS_PER_LANE;  // no blocking
-  static constexpr int norm_accumulators = 1;
+  static constexpr int norm_accumulators = 4;
   static constexpr int chunk_tokens = GDN_CUDA_CHUNK_TOKENS;
   static constexpr int min_teams_per_sm = GDN_CUDA_MIN_TEAMS;
   static constexpr int persistent_teams_per_sm = GDN_CUDA_PERSISTENT ? GDN_CUDA_MIN_TEAMS : 0;
@@ -255,6 +255,8 @@ KOKKOS_FORCEINLINE_FUNCTION int vector_index() {
 }
 
 #if defined(__CUDA_ARCH__)
+constexpr unsigned kFullWarp = 0xffffffffu;
+
 /// The warp mask of this thread's lane group: `Lanes` lanes `Stride` apart
 /// within one vector of `Lanes * Stride` threads.
 template <int Lanes, int Stride>
@@ -304,11 +306,13 @@ KOKKOS_FORCEINLINE_FUNCTION constexpr int scatter_column(int lane) {
 /// other half, so a lane adds C - 1 + log2(Lanes / C) received values instead
 /// of C log2(Lanes). Every lane that ends with an element holds the same bits
 /// (the last additions are commutative pairs). Host (one lane): `v[0]`.
+/// CUDA: every thread of the warp must call it together (converged, whole
+/// warps of lane groups): the shuffles use the full-warp mask, which spares
+/// the convergence check a computed mask costs.
 template <int Lanes, int Stride, int C>
 KOKKOS_FORCEINLINE_FUNCTION float lane_reduce_scatter(float (&v)[C], int lane) {
 #if defined(__CUDA_ARCH__)
   static_assert(Lanes >= C && (C & (C - 1)) == 0, "reduce-scatter: at least as many lanes as elements");
-  const unsigned mask = lane_group_mask<Lanes, Stride>();
   int n = C;  // elements left (a constant once the loop is unrolled)
   GDN_UNROLL
   for (int off = Lanes / 2; off > 0; off /= 2) {
@@ -319,10 +323,10 @@ KOKKOS_FORCEINLINE_FUNCTION float lane_reduce_scatter(float (&v)[C], int lane) {
       for (int j = 0; j < n; ++j) {
         const float send = hi ? v[j] : v[j + n];
         const float keep = hi ? v[j + n] : v[j];
-        v[j] = keep + __shfl_xor_sync(mask, send, off * Stride);
+        v[j] = keep + __shfl_xor_sync(kFullWarp, send, off * Stride);
       }
     } else {
-      v[0] += __shfl_xor_sync(mask, v[0], off * Stride);
+      v[0] += __shfl_xor_sync(kFullWarp, v[0], off * Stride);
     }
   }
   return v[0];
@@ -334,16 +338,16 @@ KOKKOS_FORCEINLINE_FUNCTION float lane_reduce_scatter(float (&v)[C], int lane) {
 
 /// All-gather after `lane_reduce_scatter`: `out[c]` = the `own` value of the
 /// lanes that hold column c (the first of them). Host (one lane): `own`.
+/// CUDA: called by whole warps, like lane_reduce_scatter.
 template <int Lanes, int Stride, int C>
 KOKKOS_FORCEINLINE_FUNCTION void lane_gather(float own, float (&out)[C]) {
 #if defined(__CUDA_ARCH__)
-  const unsigned mask = lane_group_mask<Lanes, Stride>();
   constexpr unsigned span = unsigned(Lanes * Stride);
   const unsigned w = (threadIdx.y * blockDim.x + threadIdx.x) & 31u;
   const unsigned first = (w & ~(span - 1u)) + (w % unsigned(Stride));  // warp lane of the group's lane 0
   GDN_UNROLL
   for (int c = 0; c < C; ++c) {
-    out[c] = __shfl_sync(mask, own, static_cast<int>(first + unsigned(c * (Lanes / C) * Stride)));
+    out[c] = __shfl_sync(kFullWarp, own, static_cast<int>(first + unsigned(c * (Lanes / C) * Stride)));
   }
 #else
   GDN_UNROLL

@@ -135,17 +135,25 @@ struct RecurrenceKernel {
   };
 
   /// Everything about a work item (sequence b, value head h, column tile).
+  /// Built once per item: its row_offsets and slots are read here only.
   struct Item {
-    int tile, h, b, kh, g, len;
+    int tile, h, kh, g, len;
     std::uint32_t t_begin;
+    std::uint32_t slot;      // state pool row
+    std::uint32_t ring_row;  // ring pool row (verify; 0 for the forward)
     KOKKOS_INLINE_FUNCTION Item(const RecurrenceKernel& k, int item)
+        : Item(k, item, item / tiles_per_head() / k.m_nv) {}
+
+   private:
+    KOKKOS_INLINE_FUNCTION Item(const RecurrenceKernel& k, int item, int b)
         : tile(item % tiles_per_head()),
           h((item / tiles_per_head()) % k.m_nv),
-          b(item / tiles_per_head() / k.m_nv),
           kh(h / k.m_group),
           g(h % k.m_group),
           len(static_cast<int>(k.m_offsets(b + 1) - k.m_offsets(b))),
-          t_begin(k.m_offsets(b)) {}
+          t_begin(k.m_offsets(b)),
+          slot(k.m_slots(b)),
+          ring_row(Verify ? k.m_ring_slots(b) : 0u) {}
   };
 
   /// The first item at or after `item` (stepping by `stride`) with a non-empty row; -1 if none.
@@ -171,7 +179,7 @@ struct RecurrenceKernel {
 
   /// This thread's fragment of the state of `item`: row r at + r * row_lanes * Dk.
   KOKKOS_INLINE_FUNCTION StateT* state_fragment(const Item& it, int lane, int cg) const {
-    return m_state.data() + (static_cast<std::size_t>(m_slots(it.b)) * m_nv + it.h) * Dk * Dk +
+    return m_state.data() + (static_cast<std::size_t>(it.slot) * m_nv + it.h) * Dk * Dk +
            static_cast<std::size_t>(lane) * Dk + it.tile * kTeamCols + cg * kCols;
   }
 
@@ -191,17 +199,28 @@ struct RecurrenceKernel {
     GDN_NO_UNROLL
     for (int i = tid; i < Dk; i += kThreads) {
       const int si = staged_row<kLanes>(i);
-      const float* const xk = x0 + (k_base + i) * x_chan;
-      const float* const xq = x0 + (q_base + i) * x_chan;
+      const float* xk = x0 + (k_base + i) * x_chan;
+      const float* xq = x0 + (q_base + i) * x_chan;
       GDN_NO_UNROLL
-      for (int tt = 0; tt < nt; ++tt) {
-        stage_async(buf.sk + tt * Dk + si, xk + tt * x_tok);
-        stage_async(buf.sq + tt * Dk + si, xq + tt * x_tok);
+      for (int tt = 0; tt < nt; ++tt, xk += x_tok, xq += x_tok) {
+        stage_async(buf.sk + tt * Dk + si, xk);
+        stage_async(buf.sq + tt * Dk + si, xq);
       }
     }
-    GDN_NO_UNROLL
-    for (int e = tid; e < nt * kTeamCols; e += kThreads) {
-      stage_async(buf.sv + e, x0 + (e / kTeamCols) * x_tok + (v_base + e % kTeamCols) * x_chan);
+    if constexpr (kThreads % kTeamCols == 0) {
+      // A thread stages one column of v for every (kThreads / kTeamCols)-th token.
+      constexpr int kStep = kThreads / kTeamCols;
+      const int col = tid % kTeamCols;
+      const float* xv = x0 + (v_base + col) * x_chan + (tid / kTeamCols) * x_tok;
+      GDN_NO_UNROLL
+      for (int tt = tid / kTeamCols; tt < nt; tt += kStep, xv += kStep * x_tok) {
+        stage_async(buf.sv + tt * kTeamCols + col, xv);
+      }
+    } else {
+      GDN_NO_UNROLL
+      for (int e = tid; e < nt * kTeamCols; e += kThreads) {
+        stage_async(buf.sv + e, x0 + (e / kTeamCols) * x_tok + (v_base + e % kTeamCols) * x_chan);
+      }
     }
     GDN_NO_UNROLL
     for (int tt = tid; tt < nt; tt += kThreads) {
@@ -274,7 +293,7 @@ struct RecurrenceKernel {
                                             float (&s)[kRows][kCols], int lane, int cg, int tid) const {
     const int nt = (it.len - c0 < kChunk) ? (it.len - c0) : kChunk;
     const bool record = Verify && it.len <= m_ring_len;
-    const std::uint32_t ring_row = record ? m_ring_slots(it.b) : 0u;
+    const std::uint32_t ring_row = it.ring_row;
     const int col0 = it.tile * kTeamCols + cg * kCols;  // first state column of this lane
     const float* const k_lane = buf.sk + staged_lane_base<kLanes>(lane);
     const float* const q_lane = buf.sq + staged_lane_base<kLanes>(lane);
@@ -289,14 +308,14 @@ struct RecurrenceKernel {
         m_ring(ring_row, it.kh, c0 + tt, Dk + m_group * Dk + it.g) = from_float<RingT>(buf.ssc[tt * kScalars]);
       }
     }
-    // Norms: lane group cg takes tokens cg, cg + team_threads, ...
-    for (int tt = cg; tt < nt; tt += Map::team_threads) {
-      const float qq = lane_sum_squares<kRows, kLanes, kNormAcc, kStride>(q_lane + tt * Dk);
-      const float kk = lane_sum_squares<kRows, kLanes, kNormAcc, kStride>(k_lane + tt * Dk);
-      if (lane == 0) {
-        buf.ssc[tt * kScalars + 2] = query_factor(qq, m_q_scale);
-        buf.ssc[tt * kScalars + 3] = key_inv_norm(kk);
-      }
+    // Norms: 2*nt sums of squares (q and k of each token), one lane group
+    // each; task x*team_size + w goes to group x of vector w, so the first
+    // tasks are spread over the team's warps.
+    for (int task = (cg % kStride) * Map::team_size + cg / kStride; task < 2 * nt; task += Map::team_threads) {
+      const int tt = task / 2;
+      const bool is_k = task % 2 != 0;
+      const float ss = lane_sum_squares<kRows, kLanes, kNormAcc, kStride>((is_k ? k_lane : q_lane) + tt * Dk);
+      if (lane == 0) buf.ssc[tt * kScalars + (is_k ? 3 : 2)] = is_k ? key_inv_norm(ss) : query_factor(ss, m_q_scale);
     }
     team.team_barrier();
     const long out_tok = static_cast<long>(m_out.stride(0));
@@ -312,8 +331,9 @@ struct RecurrenceKernel {
       const int my_col = scatter_column<kLanes, kCols>(lane);
       const bool out_lane = lane % kPer == 0;
       const bool rec_lane = record && (kPer == 1 || lane % kPer == 1);
-      float* const out_col = &m_out(it.t_begin, static_cast<long>(it.h) * Dk + col0 + my_col);
-      RingT* const rec_u = record ? &m_ring(ring_row, it.kh, 0, Dk + it.g * Dk + col0 + my_col) : nullptr;
+      // Token tt's output and record u at out_p / rec_p (advanced per token).
+      float* out_p = &m_out(it.t_begin + static_cast<std::uint32_t>(c0), static_cast<long>(it.h) * Dk + col0 + my_col);
+      RingT* rec_p = record ? &m_ring(ring_row, it.kh, c0, Dk + it.g * Dk + col0 + my_col) : nullptr;
       const float* const v_own = buf.sv + cg * kCols + my_col;  // token tt at + tt * kTeamCols
       float u[kCols];
       float oacc[1][kCols];
@@ -335,9 +355,10 @@ struct RecurrenceKernel {
           fused_sweep<kRows, kCols, kLanes, 1, kCols, true, false>(s, 0, kt, qt, u, oacc, kt, 0.0f, nacc);
         }
         const float o_own = lane_reduce_scatter<kLanes, kStride>(oacc[0], lane);
-        const int p = c0 + tt;  // position in the row
-        if (out_lane) out_col[p * out_tok] = qf * o_own;
-        if (rec_lane) rec_u[p * rec_stride] = from_float<RingT>(u_own);
+        if (out_lane) *out_p = qf * o_own;
+        if (rec_lane) *rec_p = from_float<RingT>(u_own);
+        out_p += out_tok;
+        if (record) rec_p += rec_stride;
         if (next) {
           const float kv = lane_reduce_scatter<kLanes, kStride>(nacc[0], lane);
           u_own = delta_factor(v_own[(tt + 1) * kTeamCols], kv, scal[1], scal[3]);

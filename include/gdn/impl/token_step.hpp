@@ -107,19 +107,20 @@ KOKKOS_FORCEINLINE_FUNCTION void combine_partials(float (&acc)[A][C]) {
 }
 
 /// Sum of squares of this lane's `Rows` staged rows (`x` = its staged base), then over the lane group.
+/// Row r feeds partial sum r % A, rows in order, then combine_partials.
 template <int Rows, int Lanes, int A, int Stride = 1>
 KOKKOS_FORCEINLINE_FUNCTION float lane_sum_squares(const float* x) {
-  static_assert(Rows % A == 0, "norm accumulators must divide the rows per lane");
+  constexpr int V = staged_fetch<Lanes, A>;  // rows per fetch
+  static_assert(Rows % V == 0 && V % A == 0, "norm accumulators must divide the rows per lane");
   float acc[A][1];
   GDN_UNROLL
   for (int a = 0; a < A; ++a) acc[a][0] = 0.0f;
   GDN_UNROLL
-  for (int r = 0; r < Rows; r += A) {
+  for (int r = 0; r < Rows; r += V) {
+    float d[V];
+    load_lane_rows<Lanes>(x, r, d);
     GDN_UNROLL
-    for (int a = 0; a < A; ++a) {
-      const float v = x[staged_lane_row<Lanes>(r + a)];
-      acc[a][0] = fmaf(v, v, acc[a][0]);
-    }
+    for (int e = 0; e < V; ++e) acc[e % A][0] = fmaf(d[e], d[e], acc[e % A][0]);
   }
   combine_partials<A, 1>(acc);
   float tot[1] = {acc[0][0]};
