@@ -84,7 +84,7 @@ namespace Impl {
 /// one thread per team owns a tile of whole columns (64 columns x Dk rows:
 /// 32 KiB at Dk = 128, L1-resident); the loops over a tile's columns are what
 /// the compiler vectorises.
-template <class ExecSpace>
+template <class ExecSpace, class StateT = float>
 struct RecurrenceMapping {
   static constexpr int row_lanes = 1;          ///< lanes splitting one column's rows
   static constexpr int cols_per_lane = GDN_HOST_COLS_PER_LANE;  ///< columns one lane owns
@@ -132,7 +132,10 @@ struct FoldMapping {
 #define GDN_CUDA_LANE_GROUPS 16
 #endif
 #ifndef GDN_CUDA_MIN_TEAMS
-#define GDN_CUDA_MIN_TEAMS 4
+#define GDN_CUDA_MIN_TEAMS 3
+#endif
+#ifndef GDN_CUDA_MIN_TEAMS_BF16
+#define GDN_CUDA_MIN_TEAMS_BF16 4
 #endif
 #ifndef GDN_CUDA_CHUNK_TOKENS
 #define GDN_CUDA_CHUNK_TOKENS 4
@@ -152,6 +155,12 @@ struct FoldMapping {
 #ifndef GDN_CUDA_FOLD_MIN_TEAMS
 #define GDN_CUDA_FOLD_MIN_TEAMS 5
 #endif
+#ifndef GDN_CUDA_FOLD_ROWS_BF16
+#define GDN_CUDA_FOLD_ROWS_BF16 32
+#endif
+#ifndef GDN_CUDA_FOLD_MIN_TEAMS_BF16
+#define GDN_CUDA_FOLD_MIN_TEAMS_BF16 5
+#endif
 #ifndef GDN_CUDA_FOLD_RECORDS_OUTER
 #define GDN_CUDA_FOLD_RECORDS_OUTER 1
 #endif
@@ -167,8 +176,8 @@ struct FoldMapping {
 /// over the work items; while a team computes one item, the asynchronous
 /// copy of its next item's state tile into scratch is in flight (no
 /// registers held), so loads and arithmetic overlap within every team.
-template <>
-struct RecurrenceMapping<Kokkos::Cuda> {
+template <class StateT>
+struct RecurrenceMapping<Kokkos::Cuda, StateT> {
   static constexpr int row_lanes = GDN_CUDA_ROW_LANES;
   static constexpr int cols_per_lane = GDN_CUDA_COLS_PER_LANE;
   static constexpr int team_threads = GDN_CUDA_LANE_GROUPS;
@@ -179,8 +188,8 @@ struct RecurrenceMapping<Kokkos::Cuda> {
   static constexpr int col_block = GDN_CUDA_COLS_PER_LANE;  // no blocking
   static constexpr int norm_accumulators = 4;
   static constexpr int chunk_tokens = GDN_CUDA_CHUNK_TOKENS;
-  static constexpr int min_teams_per_sm = GDN_CUDA_MIN_TEAMS;
-  static constexpr int persistent_teams_per_sm = GDN_CUDA_PERSISTENT ? GDN_CUDA_MIN_TEAMS : 0;
+  static constexpr int min_teams_per_sm = sizeof(StateT) == 2 ? GDN_CUDA_MIN_TEAMS_BF16 : GDN_CUDA_MIN_TEAMS;
+  static constexpr int persistent_teams_per_sm = GDN_CUDA_PERSISTENT ? min_teams_per_sm : 0;
   static constexpr bool prefetch_state = GDN_CUDA_PERSISTENT && GDN_CUDA_PREFETCH;
   /// One sweep over the fragment per token (token t's update and readout
   /// with token t+1's decay and key sums) and reduce-scatter sums.
@@ -202,10 +211,11 @@ template <class StateT>
 struct FoldMapping<Kokkos::Cuda, StateT> {
   static constexpr int cols_per_item = 16 / int(sizeof(StateT));
   static constexpr int team_threads = 128;
-  static constexpr int rows_per_team = GDN_CUDA_FOLD_ROWS;
+  static constexpr bool bf16_state = sizeof(StateT) == 2;
+  static constexpr int rows_per_team = bf16_state ? GDN_CUDA_FOLD_ROWS_BF16 : GDN_CUDA_FOLD_ROWS;
   static constexpr int chunk_records = 16;
   static constexpr bool records_outer = GDN_CUDA_FOLD_RECORDS_OUTER != 0;  ///< record loop outside the item loop
-  static constexpr int min_teams_per_sm = GDN_CUDA_FOLD_MIN_TEAMS;
+  static constexpr int min_teams_per_sm = bf16_state ? GDN_CUDA_FOLD_MIN_TEAMS_BF16 : GDN_CUDA_FOLD_MIN_TEAMS;
   using schedule = Kokkos::Schedule<Kokkos::Static>;
 };
 #endif

@@ -57,7 +57,7 @@ namespace Impl {
 
 template <class ExecSpace, class StateT, class RingT, int Dk, bool Verify>
 struct RecurrenceKernel {
-  using Map = RecurrenceMapping<ExecSpace>;
+  using Map = RecurrenceMapping<ExecSpace, StateT>;
   using MemSpace = typename ExecSpace::memory_space;
   using Policy = Kokkos::TeamPolicy<ExecSpace, typename Map::schedule,
                                     Kokkos::LaunchBounds<Map::team_threads * Map::row_lanes,
