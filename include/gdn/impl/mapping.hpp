@@ -99,7 +99,6 @@ struct RecurrenceMapping {
   static constexpr int min_teams_per_sm = 1;   ///< launch bound (GPU only)
   static constexpr int persistent_teams_per_sm = 0;  ///< 0: one team per work item
   static constexpr bool prefetch_state = false;  ///< copy the next item's state into scratch during this one
-  static constexpr bool fused_tokens = true;     ///< one sweep over the state per token (token_steps_fused)
   using schedule = Kokkos::Schedule<Kokkos::Dynamic>;
 };
 
@@ -146,9 +145,6 @@ struct FoldMapping {
 #ifndef GDN_CUDA_PREFETCH
 #define GDN_CUDA_PREFETCH 1
 #endif
-#ifndef GDN_CUDA_FUSED
-#define GDN_CUDA_FUSED 1
-#endif
 #ifndef GDN_CUDA_FOLD_ROWS
 #define GDN_CUDA_FOLD_ROWS 32
 #endif
@@ -156,10 +152,10 @@ struct FoldMapping {
 #define GDN_CUDA_FOLD_MIN_TEAMS 5
 #endif
 #ifndef GDN_CUDA_FOLD_ROWS_BF16
-#define GDN_CUDA_FOLD_ROWS_BF16 32
+#define GDN_CUDA_FOLD_ROWS_BF16 64
 #endif
 #ifndef GDN_CUDA_FOLD_MIN_TEAMS_BF16
-#define GDN_CUDA_FOLD_MIN_TEAMS_BF16 5
+#define GDN_CUDA_FOLD_MIN_TEAMS_BF16 4
 #endif
 #ifndef GDN_CUDA_FOLD_RECORDS_OUTER
 #define GDN_CUDA_FOLD_RECORDS_OUTER 1
@@ -191,17 +187,14 @@ struct RecurrenceMapping<Kokkos::Cuda, StateT> {
   static constexpr int min_teams_per_sm = sizeof(StateT) == 2 ? GDN_CUDA_MIN_TEAMS_BF16 : GDN_CUDA_MIN_TEAMS;
   static constexpr int persistent_teams_per_sm = GDN_CUDA_PERSISTENT ? min_teams_per_sm : 0;
   static constexpr bool prefetch_state = GDN_CUDA_PERSISTENT && GDN_CUDA_PREFETCH;
-  /// One sweep over the fragment per token (token t's update and readout
-  /// with token t+1's decay and key sums) and reduce-scatter sums.
-  static constexpr bool fused_tokens = GDN_CUDA_FUSED != 0;
   using schedule = Kokkos::Schedule<Kokkos::Static>;
   static_assert(row_lanes >= 1 && row_lanes <= 32 && (row_lanes & (row_lanes - 1)) == 0,
                 "GDN_CUDA_ROW_LANES must be a power of two <= 32");
   static_assert(vector_length <= 32 && (vector_length & (vector_length - 1)) == 0 &&
                     vector_length % row_lanes == 0 && (team_threads * row_lanes) % vector_length == 0,
                 "GDN_CUDA_VECTOR must be a power of two <= 32, a multiple of the row lanes, dividing the team");
-  static_assert(!fused_tokens || (row_lanes >= cols_per_lane && (cols_per_lane & (cols_per_lane - 1)) == 0),
-                "GDN_CUDA_FUSED needs GDN_CUDA_ROW_LANES >= GDN_CUDA_COLS_PER_LANE (a power of two)");
+  static_assert(row_lanes == 1 || (row_lanes >= cols_per_lane && (cols_per_lane & (cols_per_lane - 1)) == 0),
+                "GDN_CUDA_COLS_PER_LANE must be a power of two <= GDN_CUDA_ROW_LANES (reduce-scatter sums)");
 };
 
 /// CUDA fold: 128 threads per team, 16-byte items (4 float or 8 bf16 columns),
@@ -245,15 +238,6 @@ inline long long launch_teams(const Kokkos::Cuda& space, long long items, int te
   return items < resident ? items : resident;
 }
 #endif
-
-/// a[i] for a run-time i without indexing a register array (a select chain).
-template <int N>
-KOKKOS_FORCEINLINE_FUNCTION float pick(const float (&a)[N], int i) {
-  float r = a[0];
-  GDN_UNROLL
-  for (int n = 1; n < N; ++n) r = (i == n) ? a[n] : r;
-  return r;
-}
 
 /// This thread's index within its Kokkos vector (threadIdx.x on CUDA); 0 on the host.
 KOKKOS_FORCEINLINE_FUNCTION int vector_index() {

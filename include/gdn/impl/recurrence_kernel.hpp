@@ -76,8 +76,8 @@ struct RecurrenceKernel {
   static constexpr int kScalars = 4;  // decay, beta, qf, kinv
   static constexpr int kThreads = Map::team_threads * Map::row_lanes;  // threads per team
   static constexpr int kStride = Map::lane_stride;  // distance between a group's lanes in a vector
-  /// GPU lane groups: the fused token loop with reduce-scatter sums (compute_stage).
-  static constexpr bool kLaneFused = kLanes > 1 && Map::fused_tokens;
+  /// Lane groups (GPU): the fused token loop with reduce-scatter sums (compute_stage).
+  static constexpr bool kLaneFused = kLanes > 1;
   static_assert(kThreads == Map::team_size * Map::vector_length, "team shape: vectors x vector length");
   static_assert(Dk % kLanes == 0, "row lanes must divide Dk");
   static_assert(Dk % kTeamCols == 0, "a team's column tile must divide Dv");
@@ -142,24 +142,31 @@ struct RecurrenceKernel {
     std::uint32_t slot;      // state pool row
     std::uint32_t ring_row;  // ring pool row (verify; 0 for the forward)
     KOKKOS_INLINE_FUNCTION Item(const RecurrenceKernel& k, int item)
-        : Item(k, item, item / tiles_per_head() / k.m_nv) {}
+        : Item(k, item, k.sequence_of(item)) {}
 
    private:
+    // Unsigned arithmetic: the indices are non-negative, and unsigned
+    // division by a run-time value is the cheaper instruction sequence.
     KOKKOS_INLINE_FUNCTION Item(const RecurrenceKernel& k, int item, int b)
-        : tile(item % tiles_per_head()),
-          h((item / tiles_per_head()) % k.m_nv),
-          kh(h / k.m_group),
-          g(h % k.m_group),
+        : tile(static_cast<int>(unsigned(item) % unsigned(tiles_per_head()))),
+          h(static_cast<int>(unsigned(item) / unsigned(tiles_per_head()) - unsigned(b) * unsigned(k.m_nv))),
+          kh(static_cast<int>(unsigned(h) / unsigned(k.m_group))),
+          g(h - kh * k.m_group),
           len(static_cast<int>(k.m_offsets(b + 1) - k.m_offsets(b))),
           t_begin(k.m_offsets(b)),
           slot(k.m_slots(b)),
           ring_row(Verify ? k.m_ring_slots(b) : 0u) {}
   };
 
+  /// The sequence of work item `item` (items: sequence, then head, then tile).
+  KOKKOS_INLINE_FUNCTION int sequence_of(int item) const {
+    return static_cast<int>(unsigned(item) / unsigned(tiles_per_head()) / unsigned(m_nv));
+  }
+
   /// The first item at or after `item` (stepping by `stride`) with a non-empty row; -1 if none.
   KOKKOS_INLINE_FUNCTION int next_nonempty(int item, int stride) const {
     for (; item < m_items; item += stride) {
-      const int b = item / tiles_per_head() / m_nv;
+      const int b = sequence_of(item);
       if (m_offsets(b + 1) > m_offsets(b)) return item;
     }
     return -1;
@@ -366,59 +373,24 @@ struct RecurrenceKernel {
         }
       }
     } else {
-      // Output and record stores: with at least 2*cols_per_lane lanes, lane l < C
-      // writes out column l and lane C + l the record's u of column l (one store
-      // each per token); otherwise lane l writes the columns c with c % lanes == l.
-      constexpr bool kSplitStores = kLanes >= 2 * kCols;
-      const int my_col = kSplitStores ? (lane % kCols) : 0;
-      float* const out_col = &m_out(it.t_begin, static_cast<long>(it.h) * Dk + col0 + my_col);
-      RingT* const rec_u = record ? &m_ring(ring_row, it.kh, 0, Dk + it.g * Dk + col0 + my_col) : nullptr;
-      // The host (one lane, column blocks) runs the chunk's tokens fused:
-      // token_steps_fused, one sweep over the state per token.
-      constexpr bool kFused = kLanes == 1 && Map::fused_tokens && Map::col_block < kCols;
-      float us[kFused ? kChunk : 1][kCols];
-      float os[kFused ? kChunk : 1][kCols];
-      if constexpr (kFused) {
-        token_steps_fused<kRows, kCols, kAcc, Map::col_block, kChunk>(s, k_lane, q_lane, Dk, buf.sv + cg * kCols,
-                                                                      kTeamCols, buf.ssc, kScalars, nt, us, os);
-      }
+      // One lane per column (the host): the chunk's tokens run fused over
+      // column blocks (token_steps_fused), then the lane writes every output
+      // and record u of its columns.
+      float us[kChunk][kCols];
+      float os[kChunk][kCols];
+      token_steps_fused<kRows, kCols, kAcc, Map::col_block, kChunk>(s, k_lane, q_lane, Dk, buf.sv + cg * kCols,
+                                                                    kTeamCols, buf.ssc, kScalars, nt, us, os);
+      float* const out_row = &m_out(it.t_begin, static_cast<long>(it.h) * Dk + col0);
+      const long out_col = static_cast<long>(m_out.stride(1));
       for (int tt = 0; tt < nt; ++tt) {
-        float u[kCols];
-        float o[kCols];
-        float scal[kScalars];
-        if constexpr (kFused) {
-          load_scratch<kScalars>(buf.ssc + tt * kScalars, scal);
-          GDN_SIMD
-          for (int c = 0; c < kCols; ++c) {
-            u[c] = us[tt][c];
-            o[c] = os[tt][c];
-          }
-        } else {
-          float v[kCols];
-          load_scratch<kCols>(buf.sv + tt * kTeamCols + cg * kCols, v);
-          load_scratch<kScalars>(buf.ssc + tt * kScalars, scal);
-          token_step<kRows, kCols, kLanes, kAcc, kStride>(
-              s, k_lane + tt * Dk, q_lane + tt * Dk, v, scal[0], scal[1], scal[3], u, o);
-        }
-        const float qf = scal[2];
+        const float qf = buf.ssc[tt * kScalars + 2];
         const int p = c0 + tt;  // position in the row
-        if constexpr (kSplitStores) {
-          if (lane < kCols) {
-            out_col[p * out_tok] = qf * pick(o, my_col);
-          } else if (record && lane < 2 * kCols) {
-            rec_u[p * rec_stride] = from_float<RingT>(pick(u, my_col));
-          }
-        } else {
-          GDN_UNROLL
-          for (int c = 0; c < kCols; ++c) {
-            if (c % kLanes == lane) out_col[p * out_tok + c * static_cast<long>(m_out.stride(1))] = qf * o[c];
-          }
-          if (record) {
-            GDN_UNROLL
-            for (int c = 0; c < kCols; ++c) {
-              if (c % kLanes == lane) rec_u[p * rec_stride + c] = from_float<RingT>(u[c]);
-            }
-          }
+        GDN_SIMD
+        for (int c = 0; c < kCols; ++c) out_row[p * out_tok + c * out_col] = qf * os[tt][c];
+        if (record) {
+          RingT* const rec_u = &m_ring(ring_row, it.kh, p, Dk + it.g * Dk + col0);
+          GDN_SIMD
+          for (int c = 0; c < kCols; ++c) rec_u[c] = from_float<RingT>(us[tt][c]);
         }
       }
     }

@@ -190,9 +190,8 @@ KOKKOS_FORCEINLINE_FUNCTION void fused_sweep(float (&s)[Rows][Cols], int c0, con
 /// Host form of a chunk's token steps (one lane, `Block`-column blocks, one
 /// 512-bit vector each, so a block's `A` partial sums stay in registers):
 /// token t's update and readout and token t+1's decay and key sums are one
-/// sweep over the state (fused_sweep). Every element goes through the same
-/// operations in the same order as in token_step (decay product, then one
-/// fma). Token t's inputs: k and q at `t * kq_stride`, v at `t * v_stride`,
+/// sweep over the state (fused_sweep): every element gets the decay product,
+/// then one fma, per token. Token t's inputs: k and q at `t * kq_stride`, v at `t * v_stride`,
 /// scalars (decay, beta, qf, kinv) at `t * sc_stride`; its delta factors go
 /// to u[t], its un-scaled readout to o[t].
 template <int Rows, int Cols, int A, int Block, int MaxT>
@@ -235,85 +234,6 @@ KOKKOS_FORCEINLINE_FUNCTION void token_steps_fused(float (&s)[Rows][Cols], const
       }
     }
   }
-}
-
-/// \brief One token of the recurrence on one lane's fragment of the state
-/// (the unfused form: decay and key sums, then update and readout sums, two
-/// sweeps; used where the fused loops do not apply).
-///
-/// The lane owns rows `r*Lanes + lane` (r < Rows) of `Cols` consecutive
-/// columns: `s[r][c]`. `k` and `q` point at this lane's staged base of the
-/// key and query (staged_row layout), `v` holds the lane's columns of the
-/// value. On return `s` is the updated fragment, `u` the delta factors and
-/// `o` the un-scaled readout `sum_i S[i][j] q[i]` of the lane's columns
-/// (identical in every lane of the group). The group's lanes sit `Stride`
-/// apart in their vector (mapping.hpp, lane_group_sum).
-template <int Rows, int Cols, int Lanes, int A, int Stride = 1>
-KOKKOS_FORCEINLINE_FUNCTION void token_step(float (&s)[Rows][Cols], const float* k, const float* q,
-                                            const float (&v)[Cols], float decay, float beta,
-                                            float kinv, float (&u)[Cols], float (&o)[Cols]) {
-  // Rows are fetched V at a time; row r always feeds partial sum r % A, in
-  // increasing r, whatever V is.
-  constexpr int V = staged_fetch<Lanes, A>;
-  static_assert(Rows % A == 0 && Rows % V == 0 && V % A == 0,
-                "row accumulators and fetch width must divide the rows per lane");
-  // kv[j] = sum_i (S[i][j]*decay) k[i], decaying the fragment on the way.
-  float acc[A][Cols];
-  GDN_UNROLL
-  for (int a = 0; a < A; ++a) {
-    GDN_UNROLL
-    for (int c = 0; c < Cols; ++c) acc[a][c] = 0.0f;
-  }
-  GDN_UNROLL
-  for (int r = 0; r < Rows; r += V) {
-    float kr[V];
-    load_lane_rows<Lanes>(k, r, kr);
-    GDN_UNROLL
-    for (int e = 0; e < V; ++e) {
-      const int a = e % A;
-      GDN_UNROLL
-      for (int c = 0; c < Cols; ++c) {
-        const float sd = decay_state(s[r + e][c], decay);
-        s[r + e][c] = sd;
-        acc[a][c] = fmaf(sd, kr[e], acc[a][c]);
-      }
-    }
-  }
-  combine_partials<A, Cols>(acc);
-  float kv[Cols];
-  GDN_UNROLL
-  for (int c = 0; c < Cols; ++c) kv[c] = acc[0][c];
-  lane_group_sum<Lanes, Stride>(kv);
-  GDN_UNROLL
-  for (int c = 0; c < Cols; ++c) u[c] = delta_factor(v[c], kv[c], beta, kinv);
-
-  // S[i][j] = fma(k[i], u[j], S[i][j]); o[j] = sum_i S[i][j] q[i].
-  GDN_UNROLL
-  for (int a = 0; a < A; ++a) {
-    GDN_UNROLL
-    for (int c = 0; c < Cols; ++c) acc[a][c] = 0.0f;
-  }
-  GDN_UNROLL
-  for (int r = 0; r < Rows; r += V) {
-    float kr[V];
-    float qr[V];
-    load_lane_rows<Lanes>(k, r, kr);
-    load_lane_rows<Lanes>(q, r, qr);
-    GDN_UNROLL
-    for (int e = 0; e < V; ++e) {
-      const int a = e % A;
-      GDN_UNROLL
-      for (int c = 0; c < Cols; ++c) {
-        const float sn = delta_update(kr[e], u[c], s[r + e][c]);
-        s[r + e][c] = sn;
-        acc[a][c] = fmaf(sn, qr[e], acc[a][c]);
-      }
-    }
-  }
-  combine_partials<A, Cols>(acc);
-  GDN_UNROLL
-  for (int c = 0; c < Cols; ++c) o[c] = acc[0][c];
-  lane_group_sum<Lanes, Stride>(o);
 }
 
 }  // namespace Impl
