@@ -21,9 +21,10 @@
 /// A new backend adds a specialisation here and nothing else.
 ///
 /// Reduction order: a lane sums its own rows in a fixed order, then the lane
-/// group is combined by an xor butterfly. Floating-point addition is
-/// commutative, so every lane of the group ends with the same bits. The order
-/// depends only on the mapping, which forward and verify share.
+/// group is combined by xor shuffles (a butterfly for the norms, a
+/// reduce-scatter for the token loop's column sums). Floating-point addition
+/// is commutative, so every lane holding a result holds the same bits. The
+/// order depends only on the mapping, which forward and verify share.
 
 #include <gdn/bf16.hpp>
 
@@ -168,10 +169,11 @@ struct FoldMapping {
 /// quarter-warp loads two rows x 64 contiguous bytes of the state: whole
 /// 32-byte sectors (with lanes outermost, 8 rows x 16 bytes per quarter-warp,
 /// every sector was fetched twice; ncu, docs/performance.md).
-/// Persistent teams (as many as are resident, `min_teams_per_sm` per SM) loop
-/// over the work items; while a team computes one item, the asynchronous
-/// copy of its next item's state tile into scratch is in flight (no
-/// registers held), so loads and arithmetic overlap within every team.
+/// Persistent teams (as many as are resident, `min_teams_per_sm` per SM: 3
+/// with a float state, 4 with bf16, the measured best) loop over the work
+/// items; while a team computes one item, the asynchronous copy of its next
+/// item's state tile into scratch is in flight (no registers held), so loads
+/// and arithmetic overlap within every team.
 template <class StateT>
 struct RecurrenceMapping<Kokkos::Cuda, StateT> {
   static constexpr int row_lanes = GDN_CUDA_ROW_LANES;
@@ -198,8 +200,10 @@ struct RecurrenceMapping<Kokkos::Cuda, StateT> {
 };
 
 /// CUDA fold: 128 threads per team, 16-byte items (4 float or 8 bf16 columns),
-/// a 32-row tile per team, so a thread keeps 32 state values (8 or 4 loads in
-/// flight) in registers.
+/// 32-row tiles for a float state (5 teams per SM) and 64-row tiles for bf16
+/// (4 per SM; measured 60 -> 65 % of copy_bw at T = 1). A thread keeps its
+/// 32 float or 64 bf16 state values in registers: 8 loads of 16 bytes in
+/// flight either way.
 template <class StateT>
 struct FoldMapping<Kokkos::Cuda, StateT> {
   static constexpr int cols_per_item = 16 / int(sizeof(StateT));
@@ -420,6 +424,21 @@ KOKKOS_FORCEINLINE_FUNCTION void store_vec(float* p, const float (&s)[N]) {
 #endif
 }
 
+/// Two floats rounded to bf16 (nearest even) and packed, `lo` in the low
+/// half: the bits of `float_to_bf16_bits` (bf16.hpp) for every non-NaN value.
+/// CUDA sm_80+: one `cvt.rn.bf16x2.f32`, which stores a NaN as the canonical
+/// NaN 0x7fff (the software rule keeps the payload's top bits; a per-value
+/// NaN test here cost registers and spills in the kernels).
+KOKKOS_FORCEINLINE_FUNCTION unsigned bf16x2_bits(float lo, float hi) {
+#if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ >= 800)
+  unsigned r;
+  asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
+  return r;
+#else
+  return unsigned(float_to_bf16_bits(lo)) | (unsigned(float_to_bf16_bits(hi)) << 16);
+#endif
+}
+
 template <int N>
 KOKKOS_FORCEINLINE_FUNCTION void store_vec(bf16* p, const float (&s)[N]) {
 #if defined(__CUDA_ARCH__)
@@ -428,17 +447,15 @@ KOKKOS_FORCEINLINE_FUNCTION void store_vec(bf16* p, const float (&s)[N]) {
     for (int q = 0; q < N / 8; ++q) {
       unsigned w[4];
       GDN_UNROLL
-      for (int m = 0; m < 4; ++m)
-        w[m] = unsigned(float_to_bf16_bits(s[8 * q + 2 * m])) |
-               (unsigned(float_to_bf16_bits(s[8 * q + 2 * m + 1])) << 16);
+      for (int m = 0; m < 4; ++m) w[m] = bf16x2_bits(s[8 * q + 2 * m], s[8 * q + 2 * m + 1]);
       reinterpret_cast<uint4*>(p)[q] = make_uint4(w[0], w[1], w[2], w[3]);
     }
   } else if constexpr (N % 4 == 0) {
     GDN_UNROLL
     for (int q = 0; q < N / 4; ++q) {
       uint2 x;
-      x.x = unsigned(float_to_bf16_bits(s[4 * q])) | (unsigned(float_to_bf16_bits(s[4 * q + 1])) << 16);
-      x.y = unsigned(float_to_bf16_bits(s[4 * q + 2])) | (unsigned(float_to_bf16_bits(s[4 * q + 3])) << 16);
+      x.x = bf16x2_bits(s[4 * q], s[4 * q + 1]);
+      x.y = bf16x2_bits(s[4 * q + 2], s[4 * q + 3]);
       reinterpret_cast<uint2*>(p)[q] = x;
     }
   } else {

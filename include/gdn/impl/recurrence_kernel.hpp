@@ -23,9 +23,9 @@
 /// rows `r*row_lanes + l` (r < Dk/row_lanes) of columns
 /// `[cg*cols_per_lane, (cg+1)*cols_per_lane)` of the tile, in registers
 /// (CUDA: 8 lanes x 4 columns, 16x4 floats per lane at Dk = 128, 64-column
-/// tiles; host: 1 lane x 64 columns, vectorised over columns). The state is
-/// read once before an item's first token and written at most once after
-/// its last.
+/// tiles, 3 teams per SM for a float state and 4 for bf16; host: 1 lane x 64
+/// columns, vectorised over columns). The state is read once before an
+/// item's first token and written at most once after its last.
 ///
 /// Pipeline. A team's work is a sequence of stages (an item's chunk of
 /// `chunk_tokens` tokens). Each stage's k, q, the tile's v, decay and beta are
@@ -37,10 +37,17 @@
 /// so is the next item's state tile, into a third buffer. A stage: wait for
 /// its copies, team barrier, start the next stage's copies, write the
 /// records' keys and decays (verify), compute the q and k norms (one lane
-/// group per token), barrier, then every lane runs `token_step` for each
-/// token. Columns are independent in the recurrence, so tiles never
-/// communicate; rows of one column are summed across the lane group
-/// (mapping.hpp).
+/// group per norm, spread over the warps), barrier, then the token loop.
+///
+/// Token loop (token_step.hpp, fused_sweep): one sweep over the fragment per
+/// token applies token t (update, readout sums) and starts token t+1 (decay,
+/// key sums). GPU lane groups reduce-scatter the sums (mapping.hpp): lane l
+/// ends with column l / (row_lanes / cols_per_lane) of kv and of the
+/// readout, computes that column's u, which every lane gathers, and writes
+/// that column's output (the pair's first lane) or record u (its second).
+/// The host lane runs the same sweep over 16-column blocks
+/// (token_steps_fused) and writes all of its columns. Columns are
+/// independent in the recurrence, so tiles never communicate.
 
 #include <gdn/bf16.hpp>
 #include <gdn/config.hpp>
