@@ -95,22 +95,28 @@ void narrow_on_device_vec(const Kokkos::View<std::uint32_t*, Mem>& in, const Kok
       });
 }
 
-// The conversion compiled for the execution space under test gives the host's bits.
-TEST(Bf16, DeviceConversionMatchesHost) {
+// 2^16 random float bit patterns (seed `seed`), the first ones replaced by
+// `special`; the host vector and its copy on the execution space under test.
+std::vector<std::uint32_t> random_bits(unsigned seed, const std::vector<std::uint32_t>& special,
+                                       Kokkos::View<std::uint32_t*, Mem>& d_in) {
   const int n = 1 << 16;
   std::vector<std::uint32_t> in(n);
-  std::mt19937 rng(3);
+  std::mt19937 rng(seed);
   for (auto& v : in) v = rng();
-  in[0] = 0x3f808000u;
-  in[1] = 0x3f818000u;
-  in[2] = 0x7fc00001u;
-  Kokkos::View<std::uint32_t*, Mem> d_in("in", n);
+  for (std::size_t i = 0; i < special.size(); ++i) in[i] = special[i];
+  d_in = Kokkos::View<std::uint32_t*, Mem>("in", n);
+  auto h = Kokkos::create_mirror(d_in);
+  for (int i = 0; i < n; ++i) h(i) = in[i];
+  Kokkos::deep_copy(d_in, h);
+  return in;
+}
+
+// The conversion compiled for the execution space under test gives the host's bits.
+TEST(Bf16, DeviceConversionMatchesHost) {
+  Kokkos::View<std::uint32_t*, Mem> d_in;
+  const auto in = random_bits(3, {0x3f808000u, 0x3f818000u, 0x7fc00001u}, d_in);
+  const int n = static_cast<int>(in.size());
   Kokkos::View<std::uint16_t*, Mem> d_out("out", n);
-  {
-    auto h = Kokkos::create_mirror(d_in);
-    for (int i = 0; i < n; ++i) h(i) = in[i];
-    Kokkos::deep_copy(d_in, h);
-  }
   narrow_on_device(d_in, d_out);
   auto h = Kokkos::create_mirror(d_out);
   Kokkos::deep_copy(h, d_out);
@@ -123,21 +129,14 @@ TEST(Bf16, DeviceConversionMatchesHost) {
 // non-NaN value gives the host's bits; a NaN stays a NaN (CUDA stores the
 // canonical NaN, mapping.hpp bf16x2_bits).
 TEST(Bf16, VectorStoreMatchesHost) {
-  const int n = 1 << 16;
-  std::vector<std::uint32_t> in(n);
-  std::mt19937 rng(5);
-  for (auto& v : in) v = rng();
-  const std::uint32_t special[] = {0x3f808000u, 0x3f818000u, 0x7fc00001u, 0xff800001u, 0x7f7fffffu,
-                                   0x7f7f8000u, 0x7f7f7fffu, 0x00008000u, 0x80018000u, 0x7f800000u,
-                                   0xff800000u, 0x00000000u, 0x80000000u, 0x0001ffffu, 0x3f7fffffu, 0x7fbfffffu};
-  for (int i = 0; i < 16; ++i) in[i] = special[i];
-  Kokkos::View<std::uint32_t*, Mem> d_in("in", n);
+  Kokkos::View<std::uint32_t*, Mem> d_in;
+  const auto in = random_bits(5,
+                              {0x3f808000u, 0x3f818000u, 0x7fc00001u, 0xff800001u, 0x7f7fffffu, 0x7f7f8000u,
+                               0x7f7f7fffu, 0x00008000u, 0x80018000u, 0x7f800000u, 0xff800000u, 0x00000000u,
+                               0x80000000u, 0x0001ffffu, 0x3f7fffffu, 0x7fbfffffu},
+                              d_in);
+  const int n = static_cast<int>(in.size());
   Kokkos::View<gdn::bf16*, Mem> d_out("out", n);
-  {
-    auto h = Kokkos::create_mirror(d_in);
-    for (int i = 0; i < n; ++i) h(i) = in[i];
-    Kokkos::deep_copy(d_in, h);
-  }
   narrow_on_device_vec(d_in, d_out);
   auto h = Kokkos::create_mirror(d_out);
   Kokkos::deep_copy(h, d_out);
