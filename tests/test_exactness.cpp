@@ -50,12 +50,12 @@ TEST(Exactness, WindowsSpanningSeveralChunks) {
 }
 
 // More work items (B * nv * column tiles) than a CUDA launch has resident
-// teams (132 SMs x 8 on an H200): persistent teams loop over many items and
+// teams (132 SMs x 3 or 4 on an H200): persistent teams loop over many items and
 // prefetch the next item's state while computing, across empty rows, rows
 // that commit and rows that record.
 TEST(Exactness, ManyWorkItemsPerTeam) {
   CycleSpec cs;
-  cs.cfg = heads(16, 32, 128);  // Qwen3-Next's GDN layer: 4 column tiles per head on CUDA
+  cs.cfg = heads(16, 32, 128);  // Qwen3-Next's GDN layer: 2 column tiles per head on CUDA
   for (int b = 0; b < 72; ++b) cs.lens.push_back(b % 7 == 3 ? 0 : (b % 5 == 2 ? 6 : 1 + b % 4));
   cs.ring_len = 4;
   run_cycle<float, float>(cs);

@@ -71,9 +71,9 @@ void check_recurrence_indices(const ArgCheck& c, const ExecSpace& space, const I
 }
 
 /// Work items of one recurrence launch (B * nv * column tiles), checked against INT_MAX.
-template <class ExecSpace>
+template <class ExecSpace, class StateT>
 long long recurrence_league(const HeadConfig& cfg, std::size_t batch) {
-  using Map = RecurrenceMapping<ExecSpace>;
+  using Map = RecurrenceMapping<ExecSpace, StateT>;
   return static_cast<long long>(batch) * cfg.num_value_heads *
          (cfg.key_head_dim / (Map::cols_per_lane * Map::team_threads));
 }
@@ -104,7 +104,7 @@ void launch_recurrence(const char* label, const ExecSpace& space, const HeadConf
     k.m_ring_len = Verify ? static_cast<int>(ring.extent(2)) : 0;
     k.m_key_dim = cfg.key_dim();
     k.m_q_scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(Dk)));
-    const long long items = recurrence_league<ExecSpace>(cfg, slots.extent(0));  // <= INT_MAX (checked)
+    const long long items = recurrence_league<ExecSpace, StateT>(cfg, slots.extent(0));  // <= INT_MAX (checked)
     k.m_items = static_cast<int>(items);
     const long long league = launch_teams(space, items, Kernel::Map::persistent_teams_per_sm,
                                           static_cast<long long>(sizeof(float)) * Kernel::scratch_floats());
@@ -129,7 +129,7 @@ struct FwdLauncher {
     const std::size_t tokens = check_inputs(c, cfg, in, batch);
     check_state(c, cfg, state, batch > 0);
     check_out(c, cfg, out, tokens);
-    check_league(c, "state_slots", recurrence_league<ExecSpace>(cfg, batch));
+    check_league(c, "state_slots", recurrence_league<ExecSpace, StateT>(cfg, batch));
     if (index_checking_enabled()) {
       check_recurrence_indices<ExecSpace, M>(c, space, in.row_offsets, tokens, state_slots, state.extent(0),
                                              nullptr, 0, 0);
@@ -158,7 +158,7 @@ struct RingLauncher {
               "extent(0) == B = " + to_str(batch) + " (state_slots.extent(0))",
               "extent(0) = " + to_str(ring_slots.extent(0)));
     check_ring(c, cfg, ring, batch > 0);
-    check_league(c, "state_slots", recurrence_league<ExecSpace>(cfg, batch));
+    check_league(c, "state_slots", recurrence_league<ExecSpace, StateT>(cfg, batch));
     if (index_checking_enabled()) {
       check_recurrence_indices<ExecSpace, M>(c, space, in.row_offsets, tokens, state_slots, state.extent(0),
                                              &ring_slots, ring.extent(0), ring.extent(2));

@@ -66,16 +66,6 @@ KOKKOS_FORCEINLINE_FUNCTION constexpr int staged_lane_base(int lane) {
   return Lanes == 1 ? lane : lane * 4;
 }
 
-/// Offset of this lane's r-th row from its base (see staged_row).
-template <int Lanes>
-KOKKOS_FORCEINLINE_FUNCTION constexpr int staged_lane_row(int r) {
-  if constexpr (Lanes == 1) {
-    return r;
-  } else {
-    return (r / 4) * 4 * Lanes + r % 4;
-  }
-}
-
 /// Rows per fetch from scratch: 4 (one 16-byte load) with several lanes, A with one.
 template <int Lanes, int A>
 constexpr int staged_fetch = Lanes == 1 ? A : 4;
@@ -191,9 +181,9 @@ KOKKOS_FORCEINLINE_FUNCTION void fused_sweep(float (&s)[Rows][Cols], int c0, con
 /// 512-bit vector each, so a block's `A` partial sums stay in registers):
 /// token t's update and readout and token t+1's decay and key sums are one
 /// sweep over the state (fused_sweep): every element gets the decay product,
-/// then one fma, per token. Token t's inputs: k and q at `t * kq_stride`, v at `t * v_stride`,
-/// scalars (decay, beta, qf, kinv) at `t * sc_stride`; its delta factors go
-/// to u[t], its un-scaled readout to o[t].
+/// then one fma, per token. Token t's inputs: k and q at `t * kq_stride`, v
+/// at `t * v_stride`, scalars (decay, beta, qf, kinv) at `t * sc_stride`; its
+/// delta factors go to u[t], its un-scaled readout to o[t].
 template <int Rows, int Cols, int A, int Block, int MaxT>
 KOKKOS_FORCEINLINE_FUNCTION void token_steps_fused(float (&s)[Rows][Cols], const float* k, const float* q,
                                                    int kq_stride, const float* v, int v_stride, const float* sc,
