@@ -13,6 +13,7 @@
 
 #include <gdn/bf16.hpp>
 #include <gdn/config.hpp>
+#include <gdn/impl/cuda_carveout.hpp>
 #include <gdn/impl/fold_kernel.hpp>
 #include <gdn/impl/recurrence_kernel.hpp>
 #include <gdn/impl/validate.hpp>
@@ -40,7 +41,11 @@ void launch_team_kernel(const char* label, const ExecSpace& space, long long lea
                         int vector_length, const Kernel& kernel) {
   if (league == 0) return;
   typename Kernel::Policy policy(space, static_cast<int>(league), team_threads, vector_length);
-  policy.set_scratch_size(0, Kokkos::PerTeam(sizeof(float) * Kernel::scratch_floats()));
+  const long long scratch = static_cast<long long>(sizeof(float)) * Kernel::scratch_floats();
+  policy.set_scratch_size(0, Kokkos::PerTeam(scratch));
+  // Kokkos adds sizeof(double) * (team_size + 2) bytes of its own (+64: rounding).
+  configure_carveout<Kernel>(space, team_threads * vector_length,
+                             scratch + static_cast<long long>(sizeof(double)) * (team_threads + 2) + 64);
   Kokkos::parallel_for(label, policy, kernel);
 }
 
@@ -106,7 +111,7 @@ void launch_recurrence(const char* label, const ExecSpace& space, const HeadConf
     k.m_q_scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(Dk)));
     const long long items = recurrence_league<ExecSpace, StateT>(cfg, slots.extent(0));  // <= INT_MAX (checked)
     k.m_items = static_cast<int>(items);
-    const long long league = launch_teams(space, items, Kernel::Map::persistent_teams_per_sm,
+    const long long league = launch_teams(space, items, Kernel::kPersistentTeamsPerSm,
                                           static_cast<long long>(sizeof(float)) * Kernel::scratch_floats());
     launch_team_kernel(label, space, league, Kernel::Map::team_size, Kernel::Map::vector_length, k);
   };

@@ -97,8 +97,9 @@ struct RecurrenceMapping {
   static constexpr int col_block = GDN_HOST_COL_BLOCK;  ///< columns summed together (one 512-bit vector)
   static constexpr int norm_accumulators = 16; ///< partial sums for the q/k norms
   static constexpr int chunk_tokens = 16;      ///< tokens staged per team barrier
-  static constexpr int min_teams_per_sm = 1;   ///< launch bound (GPU only)
-  static constexpr int persistent_teams_per_sm = 0;  ///< 0: one team per work item
+  static constexpr int min_teams_per_sm = 1;   ///< launch bound of the forward (GPU only)
+  static constexpr int min_teams_per_sm_verify = 1;  ///< launch bound of verify (GPU only)
+  static constexpr bool persistent = false;    ///< persistent teams (min_teams_per_sm per SM) or one per item
   static constexpr bool prefetch_state = false;  ///< copy the next item's state into scratch during this one
   using schedule = Kokkos::Schedule<Kokkos::Dynamic>;
 };
@@ -136,6 +137,9 @@ struct FoldMapping {
 #endif
 #ifndef GDN_CUDA_MIN_TEAMS_BF16
 #define GDN_CUDA_MIN_TEAMS_BF16 4
+#endif
+#ifndef GDN_CUDA_MIN_TEAMS_BF16_VERIFY
+#define GDN_CUDA_MIN_TEAMS_BF16_VERIFY 3
 #endif
 #ifndef GDN_CUDA_CHUNK_TOKENS
 #define GDN_CUDA_CHUNK_TOKENS 4
@@ -187,7 +191,9 @@ struct RecurrenceMapping<Kokkos::Cuda, StateT> {
   static constexpr int norm_accumulators = 4;
   static constexpr int chunk_tokens = GDN_CUDA_CHUNK_TOKENS;
   static constexpr int min_teams_per_sm = sizeof(StateT) == 2 ? GDN_CUDA_MIN_TEAMS_BF16 : GDN_CUDA_MIN_TEAMS;
-  static constexpr int persistent_teams_per_sm = GDN_CUDA_PERSISTENT ? min_teams_per_sm : 0;
+  static constexpr int min_teams_per_sm_verify =
+      sizeof(StateT) == 2 ? GDN_CUDA_MIN_TEAMS_BF16_VERIFY : GDN_CUDA_MIN_TEAMS;
+  static constexpr bool persistent = GDN_CUDA_PERSISTENT != 0;
   static constexpr bool prefetch_state = GDN_CUDA_PERSISTENT && GDN_CUDA_PREFETCH;
   using schedule = Kokkos::Schedule<Kokkos::Static>;
   static_assert(row_lanes >= 1 && row_lanes <= 32 && (row_lanes & (row_lanes - 1)) == 0,
@@ -353,6 +359,16 @@ KOKKOS_FORCEINLINE_FUNCTION void lane_gather(float own, float (&out)[C]) {
 #endif
 }
 
+/// Synchronise the threads of this thread's warp (CUDA `__syncwarp`: their
+/// earlier shared-memory writes are visible to each other afterwards); a
+/// no-op on the host, where a vector is one thread. Every thread of the warp
+/// must call it.
+KOKKOS_FORCEINLINE_FUNCTION void vector_sync() {
+#if defined(__CUDA_ARCH__)
+  __syncwarp();
+#endif
+}
+
 /// Load N consecutive storage values as floats (16-byte loads on the GPU;
 /// the caller guarantees N*sizeof(T) alignment, see validate.hpp).
 template <int N>
@@ -366,6 +382,13 @@ KOKKOS_FORCEINLINE_FUNCTION void load_vec(const float* p, float (&d)[N]) {
       d[4 * q + 1] = x.y;
       d[4 * q + 2] = x.z;
       d[4 * q + 3] = x.w;
+    }
+  } else if constexpr (N % 2 == 0) {
+    GDN_UNROLL
+    for (int q = 0; q < N / 2; ++q) {
+      const float2 x = reinterpret_cast<const float2*>(p)[q];
+      d[2 * q] = x.x;
+      d[2 * q + 1] = x.y;
     }
   } else {
     for (int n = 0; n < N; ++n) d[n] = p[n];

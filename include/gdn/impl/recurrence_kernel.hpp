@@ -66,9 +66,11 @@ template <class ExecSpace, class StateT, class RingT, int Dk, bool Verify>
 struct RecurrenceKernel {
   using Map = RecurrenceMapping<ExecSpace, StateT>;
   using MemSpace = typename ExecSpace::memory_space;
+  /// Teams per SM (launch bound; with persistent teams also how many are launched).
+  static constexpr int kTeamsPerSm = Verify ? Map::min_teams_per_sm_verify : Map::min_teams_per_sm;
+  static constexpr int kPersistentTeamsPerSm = Map::persistent ? kTeamsPerSm : 0;
   using Policy = Kokkos::TeamPolicy<ExecSpace, typename Map::schedule,
-                                    Kokkos::LaunchBounds<Map::team_threads * Map::row_lanes,
-                                                         Map::min_teams_per_sm>>;
+                                    Kokkos::LaunchBounds<Map::team_threads * Map::row_lanes, kTeamsPerSm>>;
   using Member = typename Policy::member_type;
   using ScratchView =
       Kokkos::View<float*, typename ExecSpace::scratch_memory_space, Kokkos::MemoryUnmanaged>;
@@ -121,8 +123,13 @@ struct RecurrenceKernel {
   static constexpr int kChunkFloats = kChunk * (2 * Dk + kTeamCols + kScalars);
   static_assert(kChunkFloats % 4 == 0, "the second chunk buffer must stay 16-byte aligned");
 
+  /// Floats of the per-vector norm slots (lane groups): qf and kinv of each token of a chunk, per vector.
+  static constexpr int kNormFloats = kLaneFused ? Map::team_size * 2 * kChunk : 0;
+
   // +4: room to align the scratch arrays to 16 bytes.
-  KOKKOS_INLINE_FUNCTION static constexpr int scratch_floats() { return kStateBufFloats + 2 * kChunkFloats + 4; }
+  KOKKOS_INLINE_FUNCTION static constexpr int scratch_floats() {
+    return kStateBufFloats + 2 * kChunkFloats + kNormFloats + 4;
+  }
   KOKKOS_INLINE_FUNCTION static constexpr int tiles_per_head() { return Dk / kTeamCols; }
 
   /// One staged chunk in team scratch (two of them: one computed on, one filling).
@@ -264,6 +271,7 @@ struct RecurrenceKernel {
     float* const base = align16(scratch.data());
     StateT* const sbuf = reinterpret_cast<StateT*>(base);
     float* const chunks = base + kStateBufFloats;  // two chunk buffers
+    float* const norms = chunks + 2 * kChunkFloats;  // per-vector norm slots (lane groups)
     // Row lane, lane group and thread index (consecutive threads stage consecutive values).
     const int lane = vector_index() / kStride;
     const int cg = team.team_rank() * kStride + vector_index() % kStride;
@@ -274,6 +282,10 @@ struct RecurrenceKernel {
     float s[kRows][kCols];
     while (cur.item >= 0) {
       StateT* const frag = state_fragment(it, lane, cg);
+      // The next stage and its item (loads of row_offsets and slots) before
+      // the wait, so that their latency overlaps it.
+      const Stage nxt = next_stage(cur, it, stride);
+      const Item nit = (nxt.item == cur.item || nxt.item < 0) ? it : Item(*this, nxt.item);
       stage_wait();  // this thread's copies of the stage have landed
       if (cur.c0 == 0) {
         GDN_UNROLL
@@ -288,10 +300,8 @@ struct RecurrenceKernel {
       // Everyone's copies have landed, the state buffer has been read, and the
       // other chunk buffer is no longer in use: start the next stage's copies.
       team.team_barrier();
-      const Stage nxt = next_stage(cur, it, stride);
-      const Item nit = (nxt.item == cur.item || nxt.item < 0) ? it : Item(*this, nxt.item);
       if (nxt.item >= 0) issue_stage(nxt, nit, ChunkBuf(chunks + (nb ^ 1) * kChunkFloats), sbuf, lane, cg, tid);
-      compute_stage(team, it, cur.c0, ChunkBuf(chunks + nb * kChunkFloats), s, lane, cg, tid);
+      compute_stage(team, it, cur.c0, ChunkBuf(chunks + nb * kChunkFloats), norms, s, lane, cg, tid);
       if (cur.c0 + kChunk >= it.len && !(Verify && it.len <= m_ring_len)) {
         GDN_UNROLL
         for (int r = 0; r < kRows; ++r) store_vec(frag + r * kLanes * Dk, s[r]);
@@ -304,7 +314,8 @@ struct RecurrenceKernel {
 
   /// Record writes, norms and the token loop of one staged chunk.
   KOKKOS_INLINE_FUNCTION void compute_stage(const Member& team, const Item& it, int c0, const ChunkBuf& buf,
-                                            float (&s)[kRows][kCols], int lane, int cg, int tid) const {
+                                            float* norm_base, float (&s)[kRows][kCols], int lane, int cg,
+                                            int tid) const {
     const int nt = (it.len - c0 < kChunk) ? (it.len - c0) : kChunk;
     const bool record = Verify && it.len <= m_ring_len;
     const std::uint32_t ring_row = it.ring_row;
@@ -322,16 +333,28 @@ struct RecurrenceKernel {
         m_ring(ring_row, it.kh, c0 + tt, Dk + m_group * Dk + it.g) = from_float<RingT>(buf.ssc[tt * kScalars]);
       }
     }
-    // Norms: 2*nt sums of squares (q and k of each token), one lane group
-    // each; task x*team_size + w goes to group x of vector w, so the first
-    // tasks are spread over the team's warps.
-    for (int task = (cg % kStride) * Map::team_size + cg / kStride; task < 2 * nt; task += Map::team_threads) {
+    // Norms: 2*nt sums of squares (task 2*tt: q of token tt, 2*tt + 1: its
+    // k), one lane group per task; the lane group's first lane stores the
+    // query factor / key inverse norm at norms[tt * norm_tok + 0 / 1].
+    auto norm_task = [&](int task, float* norms, int norm_tok) {
       const int tt = task / 2;
       const bool is_k = task % 2 != 0;
       const float ss = lane_sum_squares<kRows, kLanes, kNormAcc, kStride>((is_k ? k_lane : q_lane) + tt * Dk);
-      if (lane == 0) buf.ssc[tt * kScalars + (is_k ? 3 : 2)] = is_k ? key_inv_norm(ss) : query_factor(ss, m_q_scale);
+      if (lane == 0) norms[tt * norm_tok + (is_k ? 1 : 0)] = is_k ? key_inv_norm(ss) : query_factor(ss, m_q_scale);
+    };
+    // Lane groups (GPU): every vector (warp) computes all of the stage's
+    // norms with its own groups into its own slots, so only a warp sync, no
+    // team barrier, stands between the staged inputs and the token loop.
+    // Host (and one row lane): the team's groups share the tasks and store
+    // into the staged scalars (qf, kinv at [2], [3]).
+    float* const vnorms = norm_base + team.team_rank() * (2 * kChunk);
+    if constexpr (kLaneFused) {
+      for (int task = cg % kStride; task < 2 * nt; task += kStride) norm_task(task, vnorms, 2);
+      vector_sync();
+    } else {
+      for (int task = cg; task < 2 * nt; task += Map::team_threads) norm_task(task, buf.ssc + 2, kScalars);
+      team.team_barrier();
     }
-    team.team_barrier();
     const long out_tok = static_cast<long>(m_out.stride(0));
     const long rec_stride = static_cast<long>(m_ring.stride(2));
     if constexpr (kLaneFused) {
@@ -352,19 +375,25 @@ struct RecurrenceKernel {
       float u[kCols];
       float oacc[1][kCols];
       float nacc[1][kCols];
-      float scal[kScalars];
-      load_scratch<kScalars>(buf.ssc, scal);
-      fused_sweep<kRows, kCols, kLanes, 1, kCols, false, true>(s, 0, k_lane, q_lane, u, oacc, k_lane, scal[0], nacc);
-      float u_own = delta_factor(v_own[0], lane_reduce_scatter<kLanes, kStride>(nacc[0], lane), scal[1], scal[3]);
+      // Token tt's decay and beta (staged), its query factor and key inverse norm (this vector's norms).
+      float db[2];
+      float nm[2];
+      auto load_scalars = [&](int tt) {
+        load_scratch<2>(buf.ssc + tt * kScalars, db);
+        load_scratch<2>(vnorms + 2 * tt, nm);
+      };
+      load_scalars(0);
+      fused_sweep<kRows, kCols, kLanes, 1, kCols, false, true>(s, 0, k_lane, q_lane, u, oacc, k_lane, db[0], nacc);
+      float u_own = delta_factor(v_own[0], lane_reduce_scatter<kLanes, kStride>(nacc[0], lane), db[1], nm[1]);
       lane_gather<kLanes, kStride>(u_own, u);
       for (int tt = 0; tt < nt; ++tt) {
         const float* const kt = k_lane + tt * Dk;
         const float* const qt = q_lane + tt * Dk;
-        const float qf = scal[2];
+        const float qf = nm[0];
         const bool next = tt + 1 < nt;
         if (next) {
-          load_scratch<kScalars>(buf.ssc + (tt + 1) * kScalars, scal);
-          fused_sweep<kRows, kCols, kLanes, 1, kCols, true, true>(s, 0, kt, qt, u, oacc, kt + Dk, scal[0], nacc);
+          load_scalars(tt + 1);
+          fused_sweep<kRows, kCols, kLanes, 1, kCols, true, true>(s, 0, kt, qt, u, oacc, kt + Dk, db[0], nacc);
         } else {
           fused_sweep<kRows, kCols, kLanes, 1, kCols, true, false>(s, 0, kt, qt, u, oacc, kt, 0.0f, nacc);
         }
@@ -375,7 +404,7 @@ struct RecurrenceKernel {
         if (record) rec_p += rec_stride;
         if (next) {
           const float kv = lane_reduce_scatter<kLanes, kStride>(nacc[0], lane);
-          u_own = delta_factor(v_own[(tt + 1) * kTeamCols], kv, scal[1], scal[3]);
+          u_own = delta_factor(v_own[(tt + 1) * kTeamCols], kv, db[1], nm[1]);
           lane_gather<kLanes, kStride>(u_own, u);
         }
       }
