@@ -111,7 +111,7 @@ void launch_recurrence(const char* label, const ExecSpace& space, const HeadConf
     k.m_q_scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(Dk)));
     const long long items = recurrence_league<ExecSpace, StateT>(cfg, slots.extent(0));  // <= INT_MAX (checked)
     k.m_items = static_cast<int>(items);
-    const long long league = launch_teams(space, items, Kernel::kPersistentTeamsPerSm,
+    const long long league = launch_teams(space, items, Kernel::Map::persistent_teams_per_sm,
                                           static_cast<long long>(sizeof(float)) * Kernel::scratch_floats());
     launch_team_kernel(label, space, league, Kernel::Map::team_size, Kernel::Map::vector_length, k);
   };

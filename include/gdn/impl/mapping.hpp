@@ -97,9 +97,10 @@ struct RecurrenceMapping {
   static constexpr int col_block = GDN_HOST_COL_BLOCK;  ///< columns summed together (one 512-bit vector)
   static constexpr int norm_accumulators = 16; ///< partial sums for the q/k norms
   static constexpr int chunk_tokens = 16;      ///< tokens staged per team barrier
-  static constexpr int min_teams_per_sm = 1;   ///< launch bound of the forward (GPU only)
-  static constexpr int min_teams_per_sm_verify = 1;  ///< launch bound of verify (GPU only)
-  static constexpr bool persistent = false;    ///< persistent teams (min_teams_per_sm per SM) or one per item
+  static constexpr int min_teams_per_sm = 1;   ///< launch bound (GPU only)
+  static constexpr int persistent_teams_per_sm = 0;  ///< 0: one team per work item
+  static constexpr bool warp_norms = false;    ///< lane groups: norms per warp, not per team (forward)
+  static constexpr bool warp_norms_verify = false;  ///< the same for verify
   static constexpr bool prefetch_state = false;  ///< copy the next item's state into scratch during this one
   using schedule = Kokkos::Schedule<Kokkos::Dynamic>;
 };
@@ -138,11 +139,17 @@ struct FoldMapping {
 #ifndef GDN_CUDA_MIN_TEAMS_BF16
 #define GDN_CUDA_MIN_TEAMS_BF16 4
 #endif
-#ifndef GDN_CUDA_MIN_TEAMS_BF16_VERIFY
-#define GDN_CUDA_MIN_TEAMS_BF16_VERIFY 3
+#ifndef GDN_CUDA_WARP_NORMS
+#define GDN_CUDA_WARP_NORMS 0
+#endif
+#ifndef GDN_CUDA_WARP_NORMS_BF16_VERIFY
+#define GDN_CUDA_WARP_NORMS_BF16_VERIFY 1
 #endif
 #ifndef GDN_CUDA_CHUNK_TOKENS
 #define GDN_CUDA_CHUNK_TOKENS 4
+#endif
+#ifndef GDN_CUDA_CHUNK_TOKENS_BF16
+#define GDN_CUDA_CHUNK_TOKENS_BF16 4
 #endif
 #ifndef GDN_CUDA_PERSISTENT
 #define GDN_CUDA_PERSISTENT 1
@@ -189,11 +196,12 @@ struct RecurrenceMapping<Kokkos::Cuda, StateT> {
   static constexpr int row_accumulators = 1;
   static constexpr int col_block = GDN_CUDA_COLS_PER_LANE;  // no blocking
   static constexpr int norm_accumulators = 4;
-  static constexpr int chunk_tokens = GDN_CUDA_CHUNK_TOKENS;
+  static constexpr int chunk_tokens = sizeof(StateT) == 2 ? GDN_CUDA_CHUNK_TOKENS_BF16 : GDN_CUDA_CHUNK_TOKENS;
   static constexpr int min_teams_per_sm = sizeof(StateT) == 2 ? GDN_CUDA_MIN_TEAMS_BF16 : GDN_CUDA_MIN_TEAMS;
-  static constexpr int min_teams_per_sm_verify =
-      sizeof(StateT) == 2 ? GDN_CUDA_MIN_TEAMS_BF16_VERIFY : GDN_CUDA_MIN_TEAMS;
-  static constexpr bool persistent = GDN_CUDA_PERSISTENT != 0;
+  static constexpr int persistent_teams_per_sm = GDN_CUDA_PERSISTENT ? min_teams_per_sm : 0;
+  static constexpr bool warp_norms = GDN_CUDA_WARP_NORMS != 0;
+  static constexpr bool warp_norms_verify =
+      sizeof(StateT) == 2 ? GDN_CUDA_WARP_NORMS_BF16_VERIFY != 0 : GDN_CUDA_WARP_NORMS != 0;
   static constexpr bool prefetch_state = GDN_CUDA_PERSISTENT && GDN_CUDA_PREFETCH;
   using schedule = Kokkos::Schedule<Kokkos::Static>;
   static_assert(row_lanes >= 1 && row_lanes <= 32 && (row_lanes & (row_lanes - 1)) == 0,

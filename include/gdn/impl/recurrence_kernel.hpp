@@ -66,11 +66,9 @@ template <class ExecSpace, class StateT, class RingT, int Dk, bool Verify>
 struct RecurrenceKernel {
   using Map = RecurrenceMapping<ExecSpace, StateT>;
   using MemSpace = typename ExecSpace::memory_space;
-  /// Teams per SM (launch bound; with persistent teams also how many are launched).
-  static constexpr int kTeamsPerSm = Verify ? Map::min_teams_per_sm_verify : Map::min_teams_per_sm;
-  static constexpr int kPersistentTeamsPerSm = Map::persistent ? kTeamsPerSm : 0;
   using Policy = Kokkos::TeamPolicy<ExecSpace, typename Map::schedule,
-                                    Kokkos::LaunchBounds<Map::team_threads * Map::row_lanes, kTeamsPerSm>>;
+                                    Kokkos::LaunchBounds<Map::team_threads * Map::row_lanes,
+                                                         Map::min_teams_per_sm>>;
   using Member = typename Policy::member_type;
   using ScratchView =
       Kokkos::View<float*, typename ExecSpace::scratch_memory_space, Kokkos::MemoryUnmanaged>;
@@ -123,8 +121,10 @@ struct RecurrenceKernel {
   static constexpr int kChunkFloats = kChunk * (2 * Dk + kTeamCols + kScalars);
   static_assert(kChunkFloats % 4 == 0, "the second chunk buffer must stay 16-byte aligned");
 
-  /// Floats of the per-vector norm slots (lane groups): qf and kinv of each token of a chunk, per vector.
-  static constexpr int kNormFloats = kLaneFused ? Map::team_size * 2 * kChunk : 0;
+  /// Per-vector norms (lane groups only; see compute_stage).
+  static constexpr bool kWarpNorms = kLaneFused && (Verify ? Map::warp_norms_verify : Map::warp_norms);
+  /// Floats of the per-vector norm slots: qf and kinv of each token of a chunk, per vector.
+  static constexpr int kNormFloats = kWarpNorms ? Map::team_size * 2 * kChunk : 0;
 
   // +4: room to align the scratch arrays to 16 bytes.
   KOKKOS_INLINE_FUNCTION static constexpr int scratch_floats() {
@@ -271,7 +271,7 @@ struct RecurrenceKernel {
     float* const base = align16(scratch.data());
     StateT* const sbuf = reinterpret_cast<StateT*>(base);
     float* const chunks = base + kStateBufFloats;  // two chunk buffers
-    float* const norms = chunks + 2 * kChunkFloats;  // per-vector norm slots (lane groups)
+    float* const norms = chunks + 2 * kChunkFloats;  // per-vector norm slots (kWarpNorms)
     // Row lane, lane group and thread index (consecutive threads stage consecutive values).
     const int lane = vector_index() / kStride;
     const int cg = team.team_rank() * kStride + vector_index() % kStride;
@@ -342,17 +342,22 @@ struct RecurrenceKernel {
       const float ss = lane_sum_squares<kRows, kLanes, kNormAcc, kStride>((is_k ? k_lane : q_lane) + tt * Dk);
       if (lane == 0) norms[tt * norm_tok + (is_k ? 1 : 0)] = is_k ? key_inv_norm(ss) : query_factor(ss, m_q_scale);
     };
-    // Lane groups (GPU): every vector (warp) computes all of the stage's
-    // norms with its own groups into its own slots, so only a warp sync, no
-    // team barrier, stands between the staged inputs and the token loop.
-    // Host (and one row lane): the team's groups share the tasks and store
-    // into the staged scalars (qf, kinv at [2], [3]).
-    float* const vnorms = norm_base + team.team_rank() * (2 * kChunk);
-    if constexpr (kLaneFused) {
-      for (int task = cg % kStride; task < 2 * nt; task += kStride) norm_task(task, vnorms, 2);
+    // Either the team's lane groups share the tasks and store into the
+    // staged scalars (qf, kinv at [2], [3]), then a team barrier; or, with
+    // `warp_norms` (mapping.hpp), every vector (warp) computes all of the
+    // stage's norms with its own groups into its own slots and only a warp
+    // sync stands between the staged inputs and the token loop (4x the norm
+    // arithmetic, one team barrier per stage fewer, fewer registers).
+    float* const norms = kWarpNorms ? norm_base + team.team_rank() * (2 * kChunk) : buf.ssc + 2;
+    constexpr int kNormTok = kWarpNorms ? 2 : kScalars;  // distance between two tokens' norms
+    if constexpr (kWarpNorms) {
+      for (int task = cg % kStride; task < 2 * nt; task += kStride) norm_task(task, norms, kNormTok);
       vector_sync();
     } else {
-      for (int task = cg; task < 2 * nt; task += Map::team_threads) norm_task(task, buf.ssc + 2, kScalars);
+      // Task x*team_size + w goes to group x of vector w: the first tasks are spread over the warps.
+      for (int task = (cg % kStride) * Map::team_size + cg / kStride; task < 2 * nt; task += Map::team_threads) {
+        norm_task(task, norms, kNormTok);
+      }
       team.team_barrier();
     }
     const long out_tok = static_cast<long>(m_out.stride(0));
@@ -379,8 +384,17 @@ struct RecurrenceKernel {
       float db[2];
       float nm[2];
       auto load_scalars = [&](int tt) {
-        load_scratch<2>(buf.ssc + tt * kScalars, db);
-        load_scratch<2>(vnorms + 2 * tt, nm);
+        if constexpr (kWarpNorms) {
+          load_scratch<2>(buf.ssc + tt * kScalars, db);
+          load_scratch<2>(norms + kNormTok * tt, nm);
+        } else {  // all four staged together
+          float sc[kScalars];
+          load_scratch<kScalars>(buf.ssc + tt * kScalars, sc);
+          db[0] = sc[0];
+          db[1] = sc[1];
+          nm[0] = sc[2];
+          nm[1] = sc[3];
+        }
       };
       load_scalars(0);
       fused_sweep<kRows, kCols, kLanes, 1, kCols, false, true>(s, 0, k_lane, q_lane, u, oacc, k_lane, db[0], nacc);
