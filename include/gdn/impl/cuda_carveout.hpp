@@ -18,7 +18,10 @@
 /// function Kokkos launches for a ParallelFor, and Kokkos's own one-time
 /// cache preference, which is applied first so that it cannot override the
 /// carveout later). It is compiled for the Kokkos 3.4 series only; with any
-/// other Kokkos the kernels keep Kokkos's setting. Host spaces: a no-op.
+/// other Kokkos the kernels keep Kokkos's setting. It is set once per
+/// process and kernel, on the device of the first launch. A failing CUDA call
+/// here leaves Kokkos's setting in place (only speed depends on it). Host
+/// spaces: a no-op.
 
 #include <Kokkos_Core.hpp>
 
@@ -30,8 +33,12 @@ namespace Impl {
 template <class Kernel, class ExecSpace>
 void configure_carveout(const ExecSpace&, int /*block_threads*/, long long /*shmem_bytes*/) {}
 
-#if defined(KOKKOS_ENABLE_CUDA) && KOKKOS_VERSION >= 30400 && KOKKOS_VERSION < 30500
-#define GDN_CUDA_CARVEOUT_ENABLED 1
+// GDN_CUDA_CARVEOUT=0 keeps Kokkos's cache preference (for measurements).
+#ifndef GDN_CUDA_CARVEOUT
+#define GDN_CUDA_CARVEOUT 1
+#endif
+
+#if defined(KOKKOS_ENABLE_CUDA) && KOKKOS_VERSION >= 30400 && KOKKOS_VERSION < 30500 && GDN_CUDA_CARVEOUT
 /// `shmem_bytes`: the dynamic shared memory Kokkos requests per team (team
 /// scratch plus its own few bytes, over- rather than under-estimated).
 template <class Kernel>

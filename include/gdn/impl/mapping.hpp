@@ -180,7 +180,10 @@ struct FoldMapping {
 /// quarter-warp loads two rows x 64 contiguous bytes of the state: whole
 /// 32-byte sectors (with lanes outermost, 8 rows x 16 bytes per quarter-warp,
 /// every sector was fetched twice; ncu, docs/performance.md).
-/// Persistent teams (as many as are resident, `min_teams_per_sm` per SM: 3
+/// Verify with a bf16 state computes its norms per warp (`warp_norms_verify`:
+/// no team barrier, and no register spills at 4 teams per SM); a bf16 state
+/// stages 8-token chunks (its 16 KiB state buffer leaves room), a float
+/// state 4. Persistent teams (as many as are resident, `min_teams_per_sm` per SM: 3
 /// with a float state, 4 with bf16, the measured best) loop over the work
 /// items; while a team computes one item, the asynchronous copy of its next
 /// item's state tile into scratch is in flight (no registers held), so loads

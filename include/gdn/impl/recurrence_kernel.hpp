@@ -23,7 +23,8 @@
 /// rows `r*row_lanes + l` (r < Dk/row_lanes) of columns
 /// `[cg*cols_per_lane, (cg+1)*cols_per_lane)` of the tile, in registers
 /// (CUDA: 8 lanes x 4 columns, 16x4 floats per lane at Dk = 128, 64-column
-/// tiles, 3 teams per SM for a float state and 4 for bf16; host: 1 lane x 64
+/// tiles, 3 teams per SM for a float state and 4 for bf16, 4-token chunks
+/// for a float state and 8 for bf16; host: 1 lane x 64
 /// columns, vectorised over columns). The state is read once before an
 /// item's first token and written at most once after its last.
 ///
@@ -37,7 +38,10 @@
 /// so is the next item's state tile, into a third buffer. A stage: wait for
 /// its copies, team barrier, start the next stage's copies, write the
 /// records' keys and decays (verify), compute the q and k norms (one lane
-/// group per norm, spread over the warps), barrier, then the token loop.
+/// group per norm: shared by the team's groups, then a team barrier; or,
+/// with the mapping's `warp_norms`, every warp computes all of them and only
+/// syncs itself), then the token loop. The next item's row offsets and slots
+/// are read before the wait, so that their latency overlaps it.
 ///
 /// Token loop (token_step.hpp, fused_sweep): one sweep over the fragment per
 /// token applies token t (update, readout sums) and starts token t+1 (decay,
