@@ -183,8 +183,8 @@ struct FoldMapping {
 /// Verify with a bf16 state computes its norms per warp (`warp_norms_verify`:
 /// no team barrier, and no register spills at 4 teams per SM); a bf16 state
 /// stages 8-token chunks (its 16 KiB state buffer leaves room), a float
-/// state 4. Persistent teams (as many as are resident, `min_teams_per_sm` per SM: 3
-/// with a float state, 4 with bf16, the measured best) loop over the work
+/// state 4. Persistent teams (as many as are resident, `min_teams_per_sm`
+/// per SM: 3 with a float state, 4 with bf16, the measured best) loop over the work
 /// items; while a team computes one item, the asynchronous copy of its next
 /// item's state tile into scratch is in flight (no registers held), so loads
 /// and arithmetic overlap within every team.
