@@ -36,16 +36,22 @@ using PoolView = Kokkos::View<T****, Kokkos::LayoutRight, M>;  // state or ring 
 template <class M>
 using OutView = Kokkos::View<float**, Kokkos::LayoutStride, M>;  // [tokens, value_dim]
 
+/// Shared memory Kokkos asks for per team of `Kernel` (`team_size` vectors):
+/// the kernel's team scratch plus Kokkos's own sizeof(double) * (team_size + 2)
+/// bytes (+64 for rounding). Used for the persistent team count and the carveout.
+template <class Kernel>
+constexpr long long team_shmem_bytes(int team_size) {
+  return static_cast<long long>(sizeof(float)) * Kernel::scratch_floats() +
+         static_cast<long long>(sizeof(double)) * (team_size + 2) + 64;
+}
+
 template <class Kernel, class ExecSpace>
 void launch_team_kernel(const char* label, const ExecSpace& space, long long league, int team_threads,
                         int vector_length, const Kernel& kernel) {
   if (league == 0) return;
   typename Kernel::Policy policy(space, static_cast<int>(league), team_threads, vector_length);
-  const long long scratch = static_cast<long long>(sizeof(float)) * Kernel::scratch_floats();
-  policy.set_scratch_size(0, Kokkos::PerTeam(scratch));
-  // Kokkos adds sizeof(double) * (team_size + 2) bytes of its own (+64: rounding).
-  configure_carveout<Kernel>(space, team_threads * vector_length,
-                             scratch + static_cast<long long>(sizeof(double)) * (team_threads + 2) + 64);
+  policy.set_scratch_size(0, Kokkos::PerTeam(sizeof(float) * Kernel::scratch_floats()));
+  configure_carveout<Kernel>(space, team_threads * vector_length, team_shmem_bytes<Kernel>(team_threads));
   Kokkos::parallel_for(label, policy, kernel);
 }
 
@@ -112,7 +118,7 @@ void launch_recurrence(const char* label, const ExecSpace& space, const HeadConf
     const long long items = recurrence_league<ExecSpace, StateT>(cfg, slots.extent(0));  // <= INT_MAX (checked)
     k.m_items = static_cast<int>(items);
     const long long league = launch_teams(space, items, Kernel::Map::persistent_teams_per_sm,
-                                          static_cast<long long>(sizeof(float)) * Kernel::scratch_floats());
+                                          team_shmem_bytes<Kernel>(Kernel::Map::team_size));
     launch_team_kernel(label, space, league, Kernel::Map::team_size, Kernel::Map::vector_length, k);
   };
   if (cfg.key_head_dim == 64) {

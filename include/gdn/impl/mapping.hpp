@@ -237,21 +237,21 @@ struct FoldMapping<Kokkos::Cuda, StateT> {
 /// How many teams to launch for `items` work items of a kernel whose mapping
 /// asks for `teams_per_sm` persistent teams: one team per item on the host
 /// (and when `teams_per_sm` is 0); on CUDA at most the teams that are
-/// resident at once (SMs x teams per SM, fewer if `scratch_bytes` per team
-/// does not fit that many in an SM's shared memory).
+/// resident at once (SMs x teams per SM, fewer if `shmem_bytes` per team,
+/// Kokkos's request with its own bytes included, does not fit that many in an
+/// SM's shared memory).
 template <class ExecSpace>
-long long launch_teams(const ExecSpace&, long long items, int /*teams_per_sm*/, long long /*scratch_bytes*/) {
+long long launch_teams(const ExecSpace&, long long items, int /*teams_per_sm*/, long long /*shmem_bytes*/) {
   return items;
 }
 
 #if defined(KOKKOS_ENABLE_CUDA)
 inline long long launch_teams(const Kokkos::Cuda& space, long long items, int teams_per_sm,
-                              long long scratch_bytes) {
+                              long long shmem_bytes) {
   if (teams_per_sm <= 0) return items;
   const cudaDeviceProp& prop = space.cuda_device_prop();
-  // Kokkos adds a few bytes of team scratch of its own; the driver reserves
-  // reservedSharedMemPerBlock per block.
-  const long long per_team = scratch_bytes + 256 + static_cast<long long>(prop.reservedSharedMemPerBlock);
+  // The driver reserves reservedSharedMemPerBlock per block.
+  const long long per_team = shmem_bytes + static_cast<long long>(prop.reservedSharedMemPerBlock);
   long long per_sm = static_cast<long long>(prop.sharedMemPerMultiprocessor) / per_team;
   per_sm = per_sm < teams_per_sm ? per_sm : teams_per_sm;
   per_sm = per_sm < 1 ? 1 : per_sm;
@@ -272,17 +272,23 @@ KOKKOS_FORCEINLINE_FUNCTION int vector_index() {
 #if defined(__CUDA_ARCH__)
 constexpr unsigned kFullWarp = 0xffffffffu;
 
-/// The warp mask of this thread's lane group: `Lanes` lanes `Stride` apart
-/// within one vector of `Lanes * Stride` threads.
+/// The warp lane of lane 0 of this thread's lane group: `Lanes` lanes
+/// `Stride` apart within one vector of `Lanes * Stride` threads.
 template <int Lanes, int Stride>
-__device__ __forceinline__ unsigned lane_group_mask() {
+__device__ __forceinline__ unsigned lane_group_first() {
   constexpr unsigned span = unsigned(Lanes * Stride);  // warp lanes of one vector
   static_assert(span <= 32u, "a lane group must stay within a warp");
+  const unsigned w = (threadIdx.y * blockDim.x + threadIdx.x) & 31u;
+  return (w & ~(span - 1u)) + (w % unsigned(Stride));
+}
+
+/// The warp mask of this thread's lane group.
+template <int Lanes, int Stride>
+__device__ __forceinline__ unsigned lane_group_mask() {
   unsigned pattern = 0u;
   GDN_UNROLL
   for (int k = 0; k < Lanes; ++k) pattern |= 1u << (k * Stride);
-  const unsigned w = (threadIdx.y * blockDim.x + threadIdx.x) & 31u;
-  return pattern << ((w & ~(span - 1u)) + (w % unsigned(Stride)));
+  return pattern << lane_group_first<Lanes, Stride>();
 }
 #endif
 
@@ -357,9 +363,7 @@ KOKKOS_FORCEINLINE_FUNCTION float lane_reduce_scatter(float (&v)[C], int lane) {
 template <int Lanes, int Stride, int C>
 KOKKOS_FORCEINLINE_FUNCTION void lane_gather(float own, float (&out)[C]) {
 #if defined(__CUDA_ARCH__)
-  constexpr unsigned span = unsigned(Lanes * Stride);
-  const unsigned w = (threadIdx.y * blockDim.x + threadIdx.x) & 31u;
-  const unsigned first = (w & ~(span - 1u)) + (w % unsigned(Stride));  // warp lane of the group's lane 0
+  const unsigned first = lane_group_first<Lanes, Stride>();
   GDN_UNROLL
   for (int c = 0; c < C; ++c) {
     out[c] = __shfl_sync(kFullWarp, own, static_cast<int>(first + unsigned(c * (Lanes / C) * Stride)));

@@ -339,12 +339,12 @@ struct RecurrenceKernel {
     }
     // Norms: 2*nt sums of squares (task 2*tt: q of token tt, 2*tt + 1: its
     // k), one lane group per task; the lane group's first lane stores the
-    // query factor / key inverse norm at norms[tt * norm_tok + 0 / 1].
-    auto norm_task = [&](int task, float* norms, int norm_tok) {
+    // query factor / key inverse norm at dst[tt * norm_tok + 0 / 1].
+    auto norm_task = [&](int task, float* dst, int norm_tok) {
       const int tt = task / 2;
       const bool is_k = task % 2 != 0;
       const float ss = lane_sum_squares<kRows, kLanes, kNormAcc, kStride>((is_k ? k_lane : q_lane) + tt * Dk);
-      if (lane == 0) norms[tt * norm_tok + (is_k ? 1 : 0)] = is_k ? key_inv_norm(ss) : query_factor(ss, m_q_scale);
+      if (lane == 0) dst[tt * norm_tok + (is_k ? 1 : 0)] = is_k ? key_inv_norm(ss) : query_factor(ss, m_q_scale);
     };
     // Either the team's lane groups share the tasks and store into the
     // staged scalars (qf, kinv at [2], [3]), then a team barrier; or, with
