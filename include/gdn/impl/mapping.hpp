@@ -74,6 +74,12 @@ namespace Impl {
 #ifndef GDN_HOST_COL_BLOCK
 #define GDN_HOST_COL_BLOCK 16
 #endif
+#ifndef GDN_HOST_PERSISTENT
+#define GDN_HOST_PERSISTENT 0
+#endif
+#ifndef GDN_HOST_PREFETCH
+#define GDN_HOST_PREFETCH 1
+#endif
 #ifndef GDN_HOST_FOLD_COLS
 #define GDN_HOST_FOLD_COLS 32
 #endif
@@ -98,10 +104,16 @@ struct RecurrenceMapping {
   static constexpr int norm_accumulators = 16; ///< partial sums for the q/k norms
   static constexpr int chunk_tokens = 16;      ///< tokens staged per team barrier
   static constexpr int min_teams_per_sm = 1;   ///< launch bound (GPU only)
-  static constexpr int persistent_teams_per_sm = 0;  ///< 0: one team per work item
+  /// Persistent teams per thread (launch_teams; 0: one team per work item,
+  /// scheduled dynamically, which measured faster: a thread then reads
+  /// neighbouring tiles of the state).
+  static constexpr int persistent_teams_per_sm = GDN_HOST_PERSISTENT;
   static constexpr bool warp_norms = false;    ///< lane groups: norms per warp, not per team (forward)
   static constexpr bool warp_norms_verify = false;  ///< the same for verify
   static constexpr bool prefetch_state = false;  ///< copy the next item's state into scratch during this one
+  /// Prefetch the next item's state into the cache (prefetch_line) during the
+  /// last stage of the current one, spread over its sweeps (token_steps_fused).
+  static constexpr bool prefetch_hint = GDN_HOST_PREFETCH != 0;
   using schedule = Kokkos::Schedule<Kokkos::Dynamic>;
 };
 
@@ -206,6 +218,7 @@ struct RecurrenceMapping<Kokkos::Cuda, StateT> {
   static constexpr bool warp_norms_verify =
       sizeof(StateT) == 2 ? GDN_CUDA_WARP_NORMS_BF16_VERIFY != 0 : GDN_CUDA_WARP_NORMS != 0;
   static constexpr bool prefetch_state = GDN_CUDA_PERSISTENT && GDN_CUDA_PREFETCH;
+  static constexpr bool prefetch_hint = false;  // prefetch_state copies the next item's state instead
   using schedule = Kokkos::Schedule<Kokkos::Static>;
   static_assert(row_lanes >= 1 && row_lanes <= 32 && (row_lanes & (row_lanes - 1)) == 0,
                 "GDN_CUDA_ROW_LANES must be a power of two <= 32");
@@ -235,14 +248,16 @@ struct FoldMapping<Kokkos::Cuda, StateT> {
 #endif
 
 /// How many teams to launch for `items` work items of a kernel whose mapping
-/// asks for `teams_per_sm` persistent teams: one team per item on the host
-/// (and when `teams_per_sm` is 0); on CUDA at most the teams that are
-/// resident at once (SMs x teams per SM, fewer if `shmem_bytes` per team,
-/// Kokkos's request with its own bytes included, does not fit that many in an
-/// SM's shared memory).
+/// asks for `teams_per_sm` persistent teams: one team per item when
+/// `teams_per_sm` is 0; on the host at most `teams_per_sm` teams per thread
+/// of the space; on CUDA at most the teams that are resident at once (SMs x
+/// teams per SM, fewer if `shmem_bytes` per team, Kokkos's request with its
+/// own bytes included, does not fit that many in an SM's shared memory).
 template <class ExecSpace>
-long long launch_teams(const ExecSpace&, long long items, int /*teams_per_sm*/, long long /*shmem_bytes*/) {
-  return items;
+long long launch_teams(const ExecSpace& space, long long items, int teams_per_thread, long long /*shmem_bytes*/) {
+  if (teams_per_thread <= 0) return items;
+  const long long resident = static_cast<long long>(space.concurrency()) * teams_per_thread;
+  return items < resident ? items : resident;
 }
 
 #if defined(KOKKOS_ENABLE_CUDA)
@@ -523,6 +538,29 @@ KOKKOS_FORCEINLINE_FUNCTION void stage_async(float* scratch_dst, const float* sr
 
 KOKKOS_FORCEINLINE_FUNCTION void stage_async(float* scratch_dst, const bf16* src) {
   *scratch_dst = to_float(*src);
+}
+
+/// Hint that the cache line at `p` will be read soon (host: a software
+/// prefetch into the outer caches; nothing on a GPU).
+KOKKOS_FORCEINLINE_FUNCTION void prefetch_line(const void* p) {
+#if !defined(__CUDA_ARCH__) && (defined(__GNUC__) || defined(__clang__))
+  __builtin_prefetch(p, 0, 2);
+#else
+  (void)p;
+#endif
+}
+
+/// Copy `N` values at `src`, `src + stride`, ... to `dst[0 .. N)` (a plain,
+/// synchronous copy: the one-thread teams of the host). A unit stride is a
+/// contiguous copy, which the compiler vectorises.
+template <int N>
+KOKKOS_FORCEINLINE_FUNCTION void stage_row(float* dst, const float* src, long stride) {
+  if (stride == 1) {
+    GDN_SIMD
+    for (int n = 0; n < N; ++n) dst[n] = src[n];
+  } else {
+    for (int n = 0; n < N; ++n) dst[n] = src[n * stride];
+  }
 }
 
 /// Copy `Bytes` bytes (CUDA: 4, 8 or 16, aligned to that) from global memory

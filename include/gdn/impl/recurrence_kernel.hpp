@@ -221,6 +221,38 @@ struct RecurrenceKernel {
     const long x_tok = static_cast<long>(m_qkv.stride(0));
     const long x_chan = static_cast<long>(m_qkv.stride(1));
     const float* const x0 = &m_qkv(tok0, 0);  // token tok0 + tt at x0 + tt * x_tok
+    if constexpr (kThreads == 1) {
+      // One thread stages everything (the host): tokens outer, channels
+      // inner, so that a unit channel stride is a contiguous, vectorised copy.
+      static_assert(kLanes == 1, "a one-thread team has one row lane (staged rows in natural order)");
+      for (int tt = 0; tt < nt; ++tt) {
+        const float* const xt = x0 + tt * x_tok;
+        stage_row<Dk>(buf.sk + tt * Dk, xt + k_base * x_chan, x_chan);
+        stage_row<Dk>(buf.sq + tt * Dk, xt + q_base * x_chan, x_chan);
+        stage_row<kTeamCols>(buf.sv + tt * kTeamCols, xt + v_base * x_chan, x_chan);
+        buf.ssc[tt * kScalars + 0] = m_decay(tok0 + tt, it.h);
+        buf.ssc[tt * kScalars + 1] = m_beta(tok0 + tt, it.h);
+      }
+    } else {
+      issue_inputs_threads(nt, tok0, x0, q_base, k_base, v_base, x_tok, x_chan, it, buf, tid);
+    }
+    if constexpr (Map::prefetch_state) {
+      if (st.c0 == 0) {
+        const StateT* const src = state_fragment(it, lane, cg);
+        GDN_UNROLL
+        for (int r = 0; r < kRows; ++r) {
+          stage_async_bytes<kFragRowBytes>(sbuf + (r * kThreads + tid) * kCols, src + r * kLanes * Dk);
+        }
+      }
+    }
+  }
+
+  /// issue_stage's input copies for a team of several threads (GPU): one
+  /// thread per key/query channel (all tokens of the chunk), a v column per
+  /// thread, the scalars by the first threads.
+  KOKKOS_INLINE_FUNCTION void issue_inputs_threads(int nt, std::uint32_t tok0, const float* x0, long q_base,
+                                                   long k_base, long v_base, long x_tok, long x_chan,
+                                                   const Item& it, const ChunkBuf& buf, int tid) const {
     GDN_NO_UNROLL
     for (int i = tid; i < Dk; i += kThreads) {
       const int si = staged_row<kLanes>(i);
@@ -251,15 +283,6 @@ struct RecurrenceKernel {
     for (int tt = tid; tt < nt; tt += kThreads) {
       stage_async(buf.ssc + tt * kScalars + 0, &m_decay(tok0 + tt, it.h));
       stage_async(buf.ssc + tt * kScalars + 1, &m_beta(tok0 + tt, it.h));
-    }
-    if constexpr (Map::prefetch_state) {
-      if (st.c0 == 0) {
-        const StateT* const src = state_fragment(it, lane, cg);
-        GDN_UNROLL
-        for (int r = 0; r < kRows; ++r) {
-          stage_async_bytes<kFragRowBytes>(sbuf + (r * kThreads + tid) * kCols, src + r * kLanes * Dk);
-        }
-      }
     }
   }
 
@@ -305,7 +328,8 @@ struct RecurrenceKernel {
       // other chunk buffer is no longer in use: start the next stage's copies.
       team.team_barrier();
       if (nxt.item >= 0) issue_stage(nxt, nit, ChunkBuf(chunks + (nb ^ 1) * kChunkFloats), sbuf, lane, cg, tid);
-      compute_stage(team, it, cur.c0, ChunkBuf(chunks + nb * kChunkFloats), norms, s, lane, cg, tid);
+      const StateT* const pf = Map::prefetch_hint ? next_state_hint(cur, nxt, nit, lane, cg) : nullptr;
+      compute_stage(team, it, cur.c0, ChunkBuf(chunks + nb * kChunkFloats), norms, s, lane, cg, tid, pf);
       if (cur.c0 + kChunk >= it.len && !(Verify && it.len <= m_ring_len)) {
         GDN_UNROLL
         for (int r = 0; r < kRows; ++r) store_vec(frag + r * kLanes * Dk, s[r]);
@@ -316,17 +340,40 @@ struct RecurrenceKernel {
     }
   }
 
+  /// With the mapping's `prefetch_hint`, during an item's last stage: the
+  /// state fragment of the item this thread most likely runs next, to
+  /// prefetch into the cache. With persistent teams that is the team's next
+  /// item; with one team per item, item + 1 (Kokkos's host backends hand a
+  /// thread consecutive league ranks; a wrong guess only costs bandwidth).
+  /// nullptr when there is none.
+  KOKKOS_INLINE_FUNCTION const StateT* next_state_hint(const Stage& cur, const Stage& nxt, const Item& nit,
+                                                       int lane, int cg) const {
+    if (nxt.item == cur.item) return nullptr;  // not the item's last stage
+    if (nxt.item >= 0) return state_fragment(nit, lane, cg);
+    if (cur.item + 1 < m_items) return state_fragment(Item(*this, cur.item + 1), lane, cg);
+    return nullptr;
+  }
+
   /// Record writes, norms and the token loop of one staged chunk.
   KOKKOS_INLINE_FUNCTION void compute_stage(const Member& team, const Item& it, int c0, const ChunkBuf& buf,
                                             float* norm_base, float (&s)[kRows][kCols], int lane, int cg,
-                                            int tid) const {
+                                            int tid, const StateT* prefetch) const {
     const int nt = (it.len - c0 < kChunk) ? (it.len - c0) : kChunk;
     const bool record = Verify && it.len <= m_ring_len;
     const std::uint32_t ring_row = it.ring_row;
     const int col0 = it.tile * kTeamCols + cg * kCols;  // first state column of this lane
     const float* const k_lane = buf.sk + staged_lane_base<kLanes>(lane);
     const float* const q_lane = buf.sq + staged_lane_base<kLanes>(lane);
-    if (record && it.g == 0 && it.tile == 0) {
+    if constexpr (kThreads == 1) {  // the host: one contiguous copy per record key
+      if (record && it.g == 0 && it.tile == 0) {
+        for (int tt = 0; tt < nt; ++tt) {
+          RingT* const dst = &m_ring(ring_row, it.kh, c0 + tt, 0);
+          const float* const src = buf.sk + tt * Dk;  // natural order with one lane
+          GDN_SIMD
+          for (int i = 0; i < Dk; ++i) dst[i] = from_float<RingT>(src[i]);
+        }
+      }
+    } else if (record && it.g == 0 && it.tile == 0) {
       for (int e = tid; e < nt * Dk; e += kThreads) {
         m_ring(ring_row, it.kh, c0 + e / Dk, e % Dk) =
             from_float<RingT>(buf.sk[(e / Dk) * Dk + staged_row<kLanes>(e % Dk)]);
@@ -433,7 +480,8 @@ struct RecurrenceKernel {
       float us[kChunk][kCols];
       float os[kChunk][kCols];
       token_steps_fused<kRows, kCols, kAcc, Map::col_block, kChunk>(s, k_lane, q_lane, Dk, buf.sv + cg * kCols,
-                                                                    kTeamCols, buf.ssc, kScalars, nt, us, os);
+                                                                    kTeamCols, buf.ssc, kScalars, nt, us, os,
+                                                                    prefetch, static_cast<long>(kLanes) * Dk);
       float* const out_row = &m_out(it.t_begin, static_cast<long>(it.h) * Dk + col0);
       const long out_col = static_cast<long>(m_out.stride(1));
       for (int tt = 0; tt < nt; ++tt) {

@@ -118,6 +118,26 @@ KOKKOS_FORCEINLINE_FUNCTION float lane_sum_squares(const float* x) {
   return tot[0];
 }
 
+/// Software prefetch of a tile of rows of `row_lines` cache lines each, row
+/// r at `base + r * row_bytes`: `per_step` lines per `step()`, in order,
+/// until all `lines` are done (token_steps_fused steps it before each sweep).
+struct PrefetchCursor {
+  static constexpr int kLineBytes = 64;
+  const char* base = nullptr;  // nullptr: nothing to prefetch
+  long row_bytes = 0;
+  int row_lines = 1;
+  int line = 0;  // next line
+  int lines = 0;
+  int per_step = 0;
+  KOKKOS_FORCEINLINE_FUNCTION void step() {
+    if (base == nullptr) return;
+    const int end = line + per_step < lines ? line + per_step : lines;
+    for (; line < end; ++line) {
+      prefetch_line(base + (line / row_lines) * row_bytes + (line % row_lines) * kLineBytes);
+    }
+  }
+};
+
 /// One sweep of a fused token loop over a column block (columns
 /// [c0, c0 + Block)) of a lane's fragment (rows `r*Lanes + lane`): with
 /// `Apply`, token t's update (fma(k, u, S), `kt`, `ub`) and readout sums
@@ -184,12 +204,28 @@ KOKKOS_FORCEINLINE_FUNCTION void fused_sweep(float (&s)[Rows][Cols], int c0, con
 /// then one fma, per token. Token t's inputs: k and q at `t * kq_stride`, v
 /// at `t * v_stride`, scalars (decay, beta, qf, kinv) at `t * sc_stride`; its
 /// delta factors go to u[t], its un-scaled readout to o[t].
-template <int Rows, int Cols, int A, int Block, int MaxT>
+/// With `pf_tile` (else nullptr), the cache lines of a tile of Rows x Cols
+/// values of type P at `pf_tile + r * pf_row` (the state a team will load
+/// next) are prefetched, a share before each sweep, so that they arrive
+/// while this computes (a burst per sweep measured faster at T = 8 than one
+/// line per row group, and slower at T = 1).
+template <int Rows, int Cols, int A, int Block, int MaxT, class P>
 KOKKOS_FORCEINLINE_FUNCTION void token_steps_fused(float (&s)[Rows][Cols], const float* k, const float* q,
                                                    int kq_stride, const float* v, int v_stride, const float* sc,
                                                    int sc_stride, int nt, float (&u)[MaxT][Cols],
-                                                   float (&o)[MaxT][Cols]) {
+                                                   float (&o)[MaxT][Cols], const P* pf_tile, long pf_row) {
   static_assert(Cols % Block == 0 && Rows % A == 0, "column blocks and accumulators must divide the tile");
+  constexpr int kRowLines =
+      (Cols * static_cast<int>(sizeof(P)) + PrefetchCursor::kLineBytes - 1) / PrefetchCursor::kLineBytes;
+  PrefetchCursor pf;
+  if (pf_tile != nullptr) {
+    const int steps = (Cols / Block) * (nt + 1);  // sweeps
+    pf.base = reinterpret_cast<const char*>(pf_tile);
+    pf.row_bytes = pf_row * static_cast<long>(sizeof(P));
+    pf.row_lines = kRowLines;
+    pf.lines = Rows * kRowLines;
+    pf.per_step = (pf.lines + steps - 1) / steps;
+  }
   for (int c0 = 0; c0 < Cols; c0 += Block) {
     float ub[Block];  // u of the token being applied
     float oacc[A][Block];
@@ -203,6 +239,7 @@ KOKKOS_FORCEINLINE_FUNCTION void token_steps_fused(float (&s)[Rows][Cols], const
       const float* const kt = k + ta * kq_stride;
       const float* const qt = q + ta * kq_stride;
       const float* const kn = k + tn * kq_stride;
+      pf.step();  // a share of the prefetch before each sweep
       if (t < 0) {
         fused_sweep<Rows, Cols, 1, A, Block, false, true>(s, c0, kt, qt, ub, oacc, kn, scn[0], nacc);
       } else if (next) {
