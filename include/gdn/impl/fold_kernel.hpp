@@ -11,10 +11,13 @@
 /// Thread mapping. League: one team per (layer l, sequence b, value head h,
 /// tile of `rows_per_team` state rows), row tile fastest. A team whose
 /// `n = num_accepted[b]` is 0 or above RING_LEN returns before reading
-/// anything. Team: `team_threads` threads; work item e covers
-/// `cols_per_item` consecutive columns of one row, items of a tile are dealt
-/// round-robin so that neighbouring threads touch neighbouring columns
-/// (coalesced). Each thread keeps its items in registers for the whole fold:
+/// anything. Team: `team_threads` threads; a work item covers
+/// `cols_per_item` consecutive columns of one row (item_offset). On CUDA a
+/// thread's items are consecutive rows of one column group and neighbouring
+/// threads take neighbouring column groups (a row is read by 16 or 32
+/// threads at once: coalesced), so that a thread fetches its rows' keys
+/// with 16-byte loads; on the host items are dealt round-robin. Each thread
+/// keeps its items in registers for the whole fold:
 /// the state is read once and written once. Records are staged in scratch in
 /// chunks of `chunk_records` (the tile's slice of k, this head's u, the
 /// decay; all of a thread's copies in flight at once, `stage_async`), then
@@ -93,10 +96,7 @@ struct FoldKernel {
     const long rec_stride = static_cast<long>(m_ring.stride(2));
     float s[kItems][kVec];
     GDN_UNROLL
-    for (int it = 0; it < kItems; ++it) {
-      const int e = tid + it * Map::team_threads;
-      load_vec(state_head + (row0 + e / kItemsPerRow) * Dk + (e % kItemsPerRow) * kVec, s[it]);
-    }
+    for (int it = 0; it < kItems; ++it) load_vec(state_head + item_offset(tid, it, row0), s[it]);
 
     ScratchView scratch(team.team_scratch(0), scratch_floats());
     float* const sk = align16(scratch.data());  // [chunk, rows_per_team]
@@ -105,13 +105,14 @@ struct FoldKernel {
     for (int p0 = 0; p0 < n; p0 += kChunk) {
       const int np = (n - p0 < kChunk) ? (n - p0) : kChunk;
       // All of a thread's copies in flight at once (stage_async, mapping.hpp).
+      // Unsigned indices: divisions by the (power-of-two) widths are shifts.
       const RingT* const rec = &m_ring(ring_row, kh, p0, 0);  // record p at rec + p * rec_stride
       GDN_NO_UNROLL
-      for (int e = tid; e < np * kTileRows; e += Map::team_threads) {
+      for (unsigned e = tid; e < unsigned(np * kTileRows); e += Map::team_threads) {
         stage_async(sk + e, rec + (e / kTileRows) * rec_stride + row0 + e % kTileRows);
       }
       GDN_NO_UNROLL
-      for (int e = tid; e < np * Dk; e += Map::team_threads) {
+      for (unsigned e = tid; e < unsigned(np * Dk); e += Map::team_threads) {
         stage_async(su + e, rec + (e / Dk) * rec_stride + Dk + g * Dk + e % Dk);
       }
       GDN_NO_UNROLL
@@ -121,26 +122,28 @@ struct FoldKernel {
       stage_wait();
       team.team_barrier();
       if constexpr (kRecordsOuter) {
-        // A thread's items share their columns: one fetch of u and the decay
-        // per record, then every item (row) applies it.
+        // A thread's items share their columns and are consecutive rows:
+        // one fetch of u, of the items' keys and of the decay per record,
+        // then every item (row) applies it.
         const int j = (tid % kItemsPerRow) * kVec;
+        const int i0 = (tid / kItemsPerRow) * kItems;  // the thread's first row in the tile
         for (int p = 0; p < np; ++p) {
           const float dec = sd[p];
           float u[kVec];
           load_scratch<kVec>(su + p * Dk + j, u);
+          float kval[kItems];
+          load_scratch<kItems>(sk + p * kTileRows + i0, kval);
           GDN_UNROLL
           for (int it = 0; it < kItems; ++it) {
-            const float kval = sk[p * kTileRows + (tid + it * Map::team_threads) / kItemsPerRow];
             GDN_UNROLL
-            for (int c = 0; c < kVec; ++c) s[it][c] = delta_update(kval, u[c], decay_state(s[it][c], dec));
+            for (int c = 0; c < kVec; ++c) s[it][c] = delta_update(kval[it], u[c], decay_state(s[it][c], dec));
           }
         }
       } else {
         GDN_UNROLL
         for (int it = 0; it < kItems; ++it) {
-          const int e = tid + it * Map::team_threads;
-          const int i = e / kItemsPerRow;
-          const int j = (e % kItemsPerRow) * kVec;
+          const int i = item_offset(tid, it, 0) / Dk;  // row in the tile
+          const int j = item_offset(tid, it, 0) % Dk;
           for (int p = 0; p < np; ++p) {
             const float kval = sk[p * kTileRows + i];
             const float dec = sd[p];
@@ -154,9 +157,20 @@ struct FoldKernel {
       team.team_barrier();
     }
     GDN_UNROLL
-    for (int it = 0; it < kItems; ++it) {
+    for (int it = 0; it < kItems; ++it) store_vec(state_head + item_offset(tid, it, row0), s[it]);
+  }
+
+  /// Offset in the head's state (row * Dk + column) of item `it` of thread
+  /// `tid` in the tile at row `row0`. Records outer (CUDA): the thread's items
+  /// are kItems consecutive rows of one column group, a half warp covers a
+  /// row (coalesced). Otherwise items are dealt round-robin, item e = tid +
+  /// it * team_threads at row e / kItemsPerRow, column group e % kItemsPerRow.
+  KOKKOS_INLINE_FUNCTION static int item_offset(int tid, int it, int row0) {
+    if constexpr (kRecordsOuter) {
+      return (row0 + (tid / kItemsPerRow) * kItems + it) * Dk + (tid % kItemsPerRow) * kVec;
+    } else {
       const int e = tid + it * Map::team_threads;
-      store_vec(state_head + (row0 + e / kItemsPerRow) * Dk + (e % kItemsPerRow) * kVec, s[it]);
+      return (row0 + e / kItemsPerRow) * Dk + (e % kItemsPerRow) * kVec;
     }
   }
 };
