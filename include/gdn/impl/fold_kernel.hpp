@@ -8,10 +8,13 @@
 /// state pool is dense and 16-byte aligned; `state_rows` and `ring_rows` are
 /// [L, B], `num_accepted` is [B].
 ///
-/// Thread mapping. League: one team per (layer l, sequence b, value head h,
-/// tile of `rows_per_team` state rows), row tile fastest. A team whose
-/// `n = num_accepted[b]` is 0 or above RING_LEN returns before reading
-/// anything. Team: `team_threads` threads; a work item covers
+/// Thread mapping. Work items: one per (layer l, sequence b, value head h,
+/// tile of `rows_per_team` state rows), row tile fastest. Teams: one per
+/// item on the host; on CUDA persistent teams (as many as are resident) take
+/// items league_rank, + league_size, ..., and while a team applies one
+/// item's records the asynchronous copy of its next item's tile into scratch
+/// is in flight (`prefetch_state`). An item whose `n = num_accepted[b]` is 0
+/// or above RING_LEN is skipped before anything of it is read. Team: `team_threads` threads; a work item covers
 /// `cols_per_item` consecutive columns of one row (item_offset). On CUDA a
 /// thread's items are consecutive rows of one column group and neighbouring
 /// threads take neighbouring column groups (a row is read by 16 or 32
@@ -70,38 +73,95 @@ struct FoldKernel {
   int m_group = 1;
   int m_ring_len = 0;
 
-  // +4: room to align the staging arrays to 16 bytes.
-  KOKKOS_INLINE_FUNCTION static constexpr int scratch_floats() { return kChunk * (kTileRows + Dk + 1) + 4; }
+  int m_items = 0;  // L * B * nv * tiles_per_head()
+
+  /// Floats of the state prefetch buffer: one tile of the state, when the mapping prefetches.
+  static constexpr int kStateBufFloats =
+      Map::prefetch_state ? kTileRows * Dk * static_cast<int>(sizeof(StateT)) / 4 : 0;
+  static_assert(!Map::prefetch_state || kVec * sizeof(StateT) == 16, "the state prefetch copies 16-byte items");
+
+  // +4: room to align the scratch arrays to 16 bytes.
+  KOKKOS_INLINE_FUNCTION static constexpr int scratch_floats() {
+    return kStateBufFloats + kChunk * (kTileRows + Dk + 1) + 4;
+  }
   KOKKOS_INLINE_FUNCTION static constexpr int tiles_per_head() { return Dk / kTileRows; }
 
-  KOKKOS_INLINE_FUNCTION void operator()(const Member& team) const {
-    constexpr int tiles = tiles_per_head();
-    const int league = team.league_rank();
-    const int tile = league % tiles;
-    const int h = (league / tiles) % m_nv;
-    const int lb = league / (tiles * m_nv);
-    const int b = lb % m_batch;
-    const int layer = lb / m_batch;
-    const std::uint32_t n_acc = m_num_accepted(b);
-    if (n_acc == 0u || n_acc > static_cast<std::uint32_t>(m_ring_len)) return;  // not ours to touch
-    const int n = static_cast<int>(n_acc);
-    const int kh = h / m_group;
-    const int g = h % m_group;
-    const int row0 = tile * kTileRows;
-    const std::uint32_t ring_row = m_ring_rows(layer, b);
-    StateT* const state_head =
-        m_state.data() + (static_cast<std::size_t>(m_state_rows(layer, b)) * m_nv + h) * Dk * Dk;
+  /// A work item (layer, sequence b, value head h, row tile), decoded.
+  struct Item {
+    int tile, h, b, layer;
+    KOKKOS_INLINE_FUNCTION Item(const FoldKernel& k, int item) {
+      // Unsigned: the indices are non-negative, and unsigned division is cheaper.
+      const unsigned per_b = unsigned(tiles_per_head()) * unsigned(k.m_nv);
+      const unsigned lb = unsigned(item) / per_b;
+      const unsigned rest = unsigned(item) - lb * per_b;
+      tile = static_cast<int>(rest % unsigned(tiles_per_head()));
+      h = static_cast<int>(rest / unsigned(tiles_per_head()));
+      layer = static_cast<int>(lb / unsigned(k.m_batch));
+      b = static_cast<int>(lb - unsigned(layer) * unsigned(k.m_batch));
+    }
+  };
 
+  /// The first item at or after `item` (stepping by `stride`) that has records to apply; -1 if none.
+  KOKKOS_INLINE_FUNCTION int next_active(int item, int stride) const {
+    const unsigned per_b = unsigned(tiles_per_head()) * unsigned(m_nv);
+    for (; item < m_items; item += stride) {
+      const std::uint32_t n = m_num_accepted((unsigned(item) / per_b) % unsigned(m_batch));
+      if (n != 0u && n <= static_cast<std::uint32_t>(m_ring_len)) return item;
+    }
+    return -1;
+  }
+
+  /// The state of item `it`'s head (its tile's rows start at tile * rows_per_team).
+  KOKKOS_INLINE_FUNCTION StateT* state_head(const Item& it) const {
+    return m_state.data() + (static_cast<std::size_t>(m_state_rows(it.layer, it.b)) * m_nv + it.h) * Dk * Dk;
+  }
+
+  /// Start this thread's asynchronous copies of its items of `it`'s tile into the state buffer.
+  KOKKOS_INLINE_FUNCTION void prefetch_tile(const Item& it, StateT* sbuf, int tid) const {
+    const StateT* const head = state_head(it);
+    GDN_UNROLL
+    for (int i = 0; i < kItems; ++i) {
+      stage_async_bytes<16>(sbuf + (i * Map::team_threads + tid) * kVec, head + item_offset(tid, i, it.tile * kTileRows));
+    }
+  }
+
+  /// Teams take items league_rank, + league_size, ... (one item per team
+  /// unless the mapping asks for persistent teams). With `prefetch_state`
+  /// the next item's tile is in flight into scratch while this one computes.
+  KOKKOS_INLINE_FUNCTION void operator()(const Member& team) const {
+    const int stride = team.league_size();
+    int item = next_active(team.league_rank(), stride);
+    if (item < 0) return;  // rows with nothing to apply are not ours to touch
+    ScratchView scratch(team.team_scratch(0), scratch_floats());
+    float* const base = align16(scratch.data());
+    StateT* const sbuf = reinterpret_cast<StateT*>(base);  // [kItems][team_threads] items (prefetch_state)
+    float* const sk = base + kStateBufFloats;               // [chunk, rows_per_team]
+    float* const su = sk + kChunk * kTileRows;              // [chunk, Dv]
+    float* const sd = su + kChunk * Dk;                     // [chunk]
     const int tid = team.team_rank();
+    if constexpr (Map::prefetch_state) prefetch_tile(Item(*this, item), sbuf, tid);
+    while (item >= 0) {
+      const int next = next_active(item + stride, stride);
+      fold_item(team, Item(*this, item), next, sbuf, sk, su, sd, tid);
+      item = next;
+    }
+  }
+
+  /// Apply item `it`'s accepted records to its tile (read once, written once).
+  KOKKOS_INLINE_FUNCTION void fold_item(const Member& team, const Item& item, int next, StateT* sbuf, float* sk,
+                                        float* su, float* sd, int tid) const {
+    const int n = static_cast<int>(m_num_accepted(item.b));
+    const int kh = item.h / m_group;
+    const int g = item.h - kh * m_group;
+    const int row0 = item.tile * kTileRows;
+    const std::uint32_t ring_row = m_ring_rows(item.layer, item.b);
+    StateT* const head = state_head(item);
     const long rec_stride = static_cast<long>(m_ring.stride(2));
     float s[kItems][kVec];
-    GDN_UNROLL
-    for (int it = 0; it < kItems; ++it) load_vec(state_head + item_offset(tid, it, row0), s[it]);
-
-    ScratchView scratch(team.team_scratch(0), scratch_floats());
-    float* const sk = align16(scratch.data());  // [chunk, rows_per_team]
-    float* const su = sk + kChunk * kTileRows; // [chunk, Dv]
-    float* const sd = su + kChunk * Dk;        // [chunk]
+    if constexpr (!Map::prefetch_state) {
+      GDN_UNROLL
+      for (int it = 0; it < kItems; ++it) load_vec(head + item_offset(tid, it, row0), s[it]);
+    }
     for (int p0 = 0; p0 < n; p0 += kChunk) {
       const int np = (n - p0 < kChunk) ? (n - p0) : kChunk;
       // All of a thread's copies in flight at once (stage_async, mapping.hpp).
@@ -119,8 +179,18 @@ struct FoldKernel {
       for (int p = tid; p < np; p += Map::team_threads) {
         stage_async(sd + p, rec + p * rec_stride + Dk + m_group * Dk + g);
       }
-      stage_wait();
+      stage_wait();  // this thread's copies (records, and the prefetched tile) have landed
+      if constexpr (Map::prefetch_state) {
+        if (p0 == 0) {
+          GDN_UNROLL
+          for (int it = 0; it < kItems; ++it) load_vec(sbuf + (it * Map::team_threads + tid) * kVec, s[it]);
+        }
+      }
       team.team_barrier();
+      if constexpr (Map::prefetch_state) {
+        // The buffer's items were this thread's own and are in registers now.
+        if (p0 == 0 && next >= 0) prefetch_tile(Item(*this, next), sbuf, tid);
+      }
       if constexpr (kRecordsOuter) {
         // A thread's items share their columns and are consecutive rows:
         // one fetch of u, of the items' keys and of the decay per record,
@@ -157,7 +227,7 @@ struct FoldKernel {
       team.team_barrier();
     }
     GDN_UNROLL
-    for (int it = 0; it < kItems; ++it) store_vec(state_head + item_offset(tid, it, row0), s[it]);
+    for (int it = 0; it < kItems; ++it) store_vec(head + item_offset(tid, it, row0), s[it]);
   }
 
   /// Offset in the head's state (row * Dk + column) of item `it` of thread

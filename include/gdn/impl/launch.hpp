@@ -226,7 +226,10 @@ struct RingLauncher {
       k.m_nv = cfg.num_value_heads;
       k.m_group = cfg.group_size();
       k.m_ring_len = static_cast<int>(ring.extent(2));
-      const long long lg = static_cast<long long>(layers) * batch * cfg.num_value_heads * Kernel::tiles_per_head();
+      const long long items = static_cast<long long>(layers) * batch * cfg.num_value_heads * Kernel::tiles_per_head();
+      k.m_items = static_cast<int>(items);  // <= INT_MAX (check_league)
+      const long long lg = launch_teams(space, items, Kernel::Map::persistent_teams_per_sm,
+                                        team_shmem_bytes<Kernel>(Kernel::Map::team_threads));
       launch_team_kernel("gdn::state_fold::kernel", space, lg, Kernel::Map::team_threads, 1, k);
     };
     if (cfg.key_head_dim == 64) {
