@@ -10,17 +10,18 @@
 ///
 /// Thread mapping. Work items: one per (layer l, sequence b, value head h,
 /// tile of `rows_per_team` state rows), row tile fastest. Teams: one per
-/// item on the host; on CUDA persistent teams (as many as are resident) take
-/// items league_rank, + league_size, ..., and while a team applies one
-/// item's records the asynchronous copy of its next item's tile into scratch
-/// is in flight (`prefetch_state`). An item whose `n = num_accepted[b]` is 0
-/// or above RING_LEN is skipped before anything of it is read. Team: `team_threads` threads; a work item covers
-/// `cols_per_item` consecutive columns of one row (item_offset). On CUDA a
-/// thread's items are consecutive rows of one column group and neighbouring
-/// threads take neighbouring column groups (a row is read by 16 or 32
-/// threads at once: coalesced), so that a thread fetches its rows' keys
-/// with 16-byte loads; on the host items are dealt round-robin. Each thread
-/// keeps its items in registers for the whole fold:
+/// item on the host and for a float state on CUDA; for a bf16 state on CUDA
+/// persistent teams (as many as are resident) take items league_rank,
+/// + league_size, ..., and while a team applies one item's records the
+/// asynchronous copy of its next item's tile into scratch is in flight
+/// (`prefetch_state`). An item whose `n = num_accepted[b]` is 0 or above
+/// RING_LEN is skipped before anything of it is read. Team: `team_threads`
+/// threads; a work item covers `cols_per_item` consecutive columns of one
+/// row (item_offset). On CUDA a thread's items are consecutive rows of one
+/// column group and neighbouring threads take neighbouring column groups (a
+/// row is read by 16 or 32 threads at once: coalesced), so that a thread
+/// fetches its rows' keys with 16-byte loads; on the host items are dealt
+/// round-robin. Each thread keeps its items in registers for the whole fold:
 /// the state is read once and written once. Records are staged in scratch in
 /// chunks of `chunk_records` (the tile's slice of k, this head's u, the
 /// decay; all of a thread's copies in flight at once, `stage_async`), then
