@@ -122,7 +122,8 @@ struct FoldKernel {
     const StateT* const head = state_head(it);
     GDN_UNROLL
     for (int i = 0; i < kItems; ++i) {
-      stage_async_bytes<16>(sbuf + (i * Map::team_threads + tid) * kVec, head + item_offset(tid, i, it.tile * kTileRows));
+      stage_async_bytes<16>(sbuf + (i * Map::team_threads + tid) * kVec,
+                            head + item_offset(tid, i, it.tile * kTileRows));
     }
   }
 
@@ -148,7 +149,8 @@ struct FoldKernel {
     }
   }
 
-  /// Apply item `it`'s accepted records to its tile (read once, written once).
+  /// Apply `item`'s accepted records to its tile (read once, written once);
+  /// with `prefetch_state`, start the copies of tile `next` (-1: none).
   KOKKOS_INLINE_FUNCTION void fold_item(const Member& team, const Item& item, int next, StateT* sbuf, float* sk,
                                         float* su, float* sd, int tid) const {
     const int n = static_cast<int>(m_num_accepted(item.b));
@@ -233,9 +235,10 @@ struct FoldKernel {
 
   /// Offset in the head's state (row * Dk + column) of item `it` of thread
   /// `tid` in the tile at row `row0`. Records outer (CUDA): the thread's items
-  /// are kItems consecutive rows of one column group, a half warp covers a
-  /// row (coalesced). Otherwise items are dealt round-robin, item e = tid +
-  /// it * team_threads at row e / kItemsPerRow, column group e % kItemsPerRow.
+  /// are kItems consecutive rows of one column group, and the kItemsPerRow
+  /// (16 bf16, 32 float) neighbouring threads cover a row (coalesced).
+  /// Otherwise items are dealt round-robin, item e = tid + it * team_threads
+  /// at row e / kItemsPerRow, column group e % kItemsPerRow.
   KOKKOS_INLINE_FUNCTION static int item_offset(int tid, int it, int row0) {
     if constexpr (kRecordsOuter) {
       return (row0 + (tid / kItemsPerRow) * kItems + it) * Dk + (tid % kItemsPerRow) * kVec;

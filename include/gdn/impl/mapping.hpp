@@ -265,8 +265,8 @@ struct FoldMapping<Kokkos::Cuda, StateT> {
 
 /// How many teams to launch for `items` work items of a kernel whose mapping
 /// asks for `teams_per_sm` persistent teams: one team per item when
-/// `teams_per_sm` is 0; on the host at most `teams_per_sm` teams per thread
-/// of the space; on CUDA at most the teams that are resident at once (SMs x
+/// `teams_per_sm` is 0; on the host at most that many teams per thread of
+/// the space; on CUDA at most the teams that are resident at once (SMs x
 /// teams per SM, fewer if `shmem_bytes` per team, Kokkos's request with its
 /// own bytes included, does not fit that many in an SM's shared memory).
 template <class ExecSpace>

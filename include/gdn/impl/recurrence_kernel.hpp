@@ -41,7 +41,11 @@
 /// group per norm: shared by the team's groups, then a team barrier; or,
 /// with the mapping's `warp_norms`, every warp computes all of them and only
 /// syncs itself), then the token loop. The next item's row offsets and slots
-/// are read before the wait, so that their latency overlaps it.
+/// are read before the wait, so that their latency overlaps it. On the host
+/// (one-thread teams) the copies are plain ones, contiguous per token and
+/// input, and during an item's last stage the thread prefetches the state
+/// tile of the item it most likely runs next into the cache
+/// (`prefetch_hint`, next_state_hint).
 ///
 /// Token loop (token_step.hpp, fused_sweep): one sweep over the fragment per
 /// token applies token t (update, readout sums) and starts token t+1 (decay,
