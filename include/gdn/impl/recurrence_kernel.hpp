@@ -45,7 +45,7 @@
 /// (one-thread teams) the copies are plain ones, contiguous per token and
 /// input, and during an item's last stage the thread prefetches the state
 /// tile of the item it most likely runs next into the cache
-/// (`prefetch_hint`, next_state_hint).
+/// (`prefetch_hint`, next_item_hint).
 ///
 /// Token loop (token_step.hpp, fused_sweep): one sweep over the fragment per
 /// token applies token t (update, readout sums) and starts token t+1 (decay,
@@ -332,7 +332,7 @@ struct RecurrenceKernel {
       // other chunk buffer is no longer in use: start the next stage's copies.
       team.team_barrier();
       if (nxt.item >= 0) issue_stage(nxt, nit, ChunkBuf(chunks + (nb ^ 1) * kChunkFloats), sbuf, lane, cg, tid);
-      const StateT* const pf = Map::prefetch_hint ? next_state_hint(cur, nxt, nit, lane, cg) : nullptr;
+      const StateT* const pf = Map::prefetch_hint ? next_item_hint(cur, nxt, nit, lane, cg) : nullptr;
       compute_stage(team, it, cur.c0, ChunkBuf(chunks + nb * kChunkFloats), norms, s, lane, cg, tid, pf);
       if (cur.c0 + kChunk >= it.len && !(Verify && it.len <= m_ring_len)) {
         GDN_UNROLL
@@ -345,17 +345,28 @@ struct RecurrenceKernel {
   }
 
   /// With the mapping's `prefetch_hint`, during an item's last stage: the
-  /// state fragment of the item this thread most likely runs next, to
-  /// prefetch into the cache. With persistent teams that is the team's next
-  /// item; with one team per item, item + 1 (Kokkos's host backends hand a
-  /// thread consecutive league ranks; a wrong guess only costs bandwidth).
-  /// nullptr when there is none.
-  KOKKOS_INLINE_FUNCTION const StateT* next_state_hint(const Stage& cur, const Stage& nxt, const Item& nit,
-                                                       int lane, int cg) const {
+  /// item this thread most likely runs next, whose state fragment is
+  /// prefetched into the cache during this stage, and whose first chunk of
+  /// v (the input no other item shares) is prefetched now. With persistent
+  /// teams that is the team's next item; with one team per item, item + 1
+  /// (Kokkos's host backends hand a thread consecutive league ranks; a wrong
+  /// guess only costs bandwidth). Returns its state fragment, or nullptr
+  /// when there is none.
+  KOKKOS_INLINE_FUNCTION const StateT* next_item_hint(const Stage& cur, const Stage& nxt, const Item& nit,
+                                                      int lane, int cg) const {
     if (nxt.item == cur.item) return nullptr;  // not the item's last stage
-    if (nxt.item >= 0) return state_fragment(nit, lane, cg);
-    if (cur.item + 1 < m_items) return state_fragment(Item(*this, cur.item + 1), lane, cg);
-    return nullptr;
+    if (nxt.item < 0 && cur.item + 1 >= m_items) return nullptr;
+    const Item g = nxt.item >= 0 ? nit : Item(*this, cur.item + 1);
+    const long x_tok = static_cast<long>(m_qkv.stride(0));
+    if (m_qkv.stride(1) == 1 && g.len > 0) {
+      constexpr int kLineFloats = 16;  // 64-byte lines
+      const float* const v0 = &m_qkv(g.t_begin, 0) + 2 * m_key_dim + static_cast<long>(g.h) * Dk + g.tile * kTeamCols;
+      const int nt = g.len < kChunk ? g.len : kChunk;
+      for (int tt = 0; tt < nt; ++tt) {
+        for (int c = 0; c < kTeamCols; c += kLineFloats) prefetch_line(v0 + tt * x_tok + c);
+      }
+    }
+    return state_fragment(g, lane, cg);
   }
 
   /// Record writes, norms and the token loop of one staged chunk.

@@ -118,14 +118,14 @@ KOKKOS_FORCEINLINE_FUNCTION float lane_sum_squares(const float* x) {
   return tot[0];
 }
 
-/// Software prefetch of a tile of rows of `row_lines` cache lines each, row
+/// Software prefetch of a tile of rows of `RowLines` cache lines each, row
 /// r at `base + r * row_bytes`: `per_step` lines per `step()`, in order,
 /// until all `lines` are done (token_steps_fused steps it before each sweep).
+template <int RowLines>
 struct PrefetchCursor {
   static constexpr int kLineBytes = 64;
   const char* base = nullptr;  // nullptr: nothing to prefetch
   long row_bytes = 0;
-  int row_lines = 1;
   int line = 0;  // next line
   int lines = 0;
   int per_step = 0;
@@ -133,7 +133,7 @@ struct PrefetchCursor {
     if (base == nullptr) return;
     const int end = line + per_step < lines ? line + per_step : lines;
     for (; line < end; ++line) {
-      prefetch_line(base + (line / row_lines) * row_bytes + (line % row_lines) * kLineBytes);
+      prefetch_line(base + (line / RowLines) * row_bytes + (line % RowLines) * kLineBytes);
     }
   }
 };
@@ -215,14 +215,12 @@ KOKKOS_FORCEINLINE_FUNCTION void token_steps_fused(float (&s)[Rows][Cols], const
                                                    int sc_stride, int nt, float (&u)[MaxT][Cols],
                                                    float (&o)[MaxT][Cols], const P* pf_tile, long pf_row) {
   static_assert(Cols % Block == 0 && Rows % A == 0, "column blocks and accumulators must divide the tile");
-  constexpr int kRowLines =
-      (Cols * static_cast<int>(sizeof(P)) + PrefetchCursor::kLineBytes - 1) / PrefetchCursor::kLineBytes;
-  PrefetchCursor pf;
+  constexpr int kRowLines = (Cols * static_cast<int>(sizeof(P)) + 63) / 64;  // cache lines per row
+  PrefetchCursor<kRowLines> pf;
   if (pf_tile != nullptr) {
     const int steps = (Cols / Block) * (nt + 1);  // sweeps
     pf.base = reinterpret_cast<const char*>(pf_tile);
     pf.row_bytes = pf_row * static_cast<long>(sizeof(P));
-    pf.row_lines = kRowLines;
     pf.lines = Rows * kRowLines;
     pf.per_step = (pf.lines + steps - 1) / steps;
   }
