@@ -357,10 +357,11 @@ struct RecurrenceKernel {
     if (nxt.item == cur.item) return nullptr;  // not the item's last stage
     if (nxt.item < 0 && cur.item + 1 >= m_items) return nullptr;
     const Item g = nxt.item >= 0 ? nit : Item(*this, cur.item + 1);
-    const long x_tok = static_cast<long>(m_qkv.stride(0));
-    if (m_qkv.stride(1) == 1 && g.len > 0) {
-      constexpr int kLineFloats = 16;  // 64-byte lines
-      const float* const v0 = &m_qkv(g.t_begin, 0) + 2 * m_key_dim + static_cast<long>(g.h) * Dk + g.tile * kTeamCols;
+    if (m_qkv.stride(1) == 1 && g.len > 0) {  // v rows contiguous: kTeamCols floats per token
+      constexpr int kLineFloats = kCacheLineBytes / static_cast<int>(sizeof(float));
+      const long x_tok = static_cast<long>(m_qkv.stride(0));
+      const float* const v0 =
+          &m_qkv(g.t_begin, 0) + 2 * m_key_dim + static_cast<long>(g.h) * Dk + g.tile * kTeamCols;
       const int nt = g.len < kChunk ? g.len : kChunk;
       for (int tt = 0; tt < nt; ++tt) {
         for (int c = 0; c < kTeamCols; c += kLineFloats) prefetch_line(v0 + tt * x_tok + c);

@@ -118,12 +118,14 @@ KOKKOS_FORCEINLINE_FUNCTION float lane_sum_squares(const float* x) {
   return tot[0];
 }
 
+/// Bytes of a cache line (the host prefetches line by line).
+constexpr int kCacheLineBytes = 64;
+
 /// Software prefetch of a tile of rows of `RowLines` cache lines each, row
 /// r at `base + r * row_bytes`: `per_step` lines per `step()`, in order,
 /// until all `lines` are done (token_steps_fused steps it before each sweep).
 template <int RowLines>
 struct PrefetchCursor {
-  static constexpr int kLineBytes = 64;
   const char* base = nullptr;  // nullptr: nothing to prefetch
   long row_bytes = 0;
   int line = 0;  // next line
@@ -133,7 +135,7 @@ struct PrefetchCursor {
     if (base == nullptr) return;
     const int end = line + per_step < lines ? line + per_step : lines;
     for (; line < end; ++line) {
-      prefetch_line(base + (line / RowLines) * row_bytes + (line % RowLines) * kLineBytes);
+      prefetch_line(base + (line / RowLines) * row_bytes + (line % RowLines) * kCacheLineBytes);
     }
   }
 };
@@ -215,7 +217,7 @@ KOKKOS_FORCEINLINE_FUNCTION void token_steps_fused(float (&s)[Rows][Cols], const
                                                    int sc_stride, int nt, float (&u)[MaxT][Cols],
                                                    float (&o)[MaxT][Cols], const P* pf_tile, long pf_row) {
   static_assert(Cols % Block == 0 && Rows % A == 0, "column blocks and accumulators must divide the tile");
-  constexpr int kRowLines = (Cols * static_cast<int>(sizeof(P)) + 63) / 64;  // cache lines per row
+  constexpr int kRowLines = (Cols * static_cast<int>(sizeof(P)) + kCacheLineBytes - 1) / kCacheLineBytes;
   PrefetchCursor<kRowLines> pf;
   if (pf_tile != nullptr) {
     const int steps = (Cols / Block) * (nt + 1);  // sweeps
