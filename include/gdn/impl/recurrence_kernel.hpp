@@ -351,13 +351,14 @@ struct RecurrenceKernel {
   /// teams that is the team's next item; with one team per item, item + 1
   /// (Kokkos's host backends hand a thread consecutive league ranks; a wrong
   /// guess only costs bandwidth). Returns its state fragment, or nullptr
-  /// when there is none.
+  /// when there is none or it is an empty row.
   KOKKOS_INLINE_FUNCTION const StateT* next_item_hint(const Stage& cur, const Stage& nxt, const Item& nit,
                                                       int lane, int cg) const {
     if (nxt.item == cur.item) return nullptr;  // not the item's last stage
     if (nxt.item < 0 && cur.item + 1 >= m_items) return nullptr;
     const Item g = nxt.item >= 0 ? nit : Item(*this, cur.item + 1);
-    if (m_qkv.stride(1) == 1 && g.len > 0) {  // v rows contiguous: kTeamCols floats per token
+    if (g.len == 0) return nullptr;  // an empty row is skipped (and its slot may be any value)
+    if (m_qkv.stride(1) == 1) {  // v rows contiguous: kTeamCols floats per token
       constexpr int kLineFloats = kCacheLineBytes / static_cast<int>(sizeof(float));
       const long x_tok = static_cast<long>(m_qkv.stride(0));
       const float* const v0 =
