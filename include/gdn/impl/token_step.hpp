@@ -19,6 +19,7 @@
 #include <Kokkos_Core.hpp>
 
 #include <cmath>
+#include <type_traits>
 
 namespace gdn {
 namespace Impl {
@@ -121,9 +122,13 @@ KOKKOS_FORCEINLINE_FUNCTION float lane_sum_squares(const float* x) {
 /// Bytes of a cache line (the host prefetches line by line).
 constexpr int kCacheLineBytes = 64;
 
+/// fused_sweep's default: no prefetch between its row groups.
+struct NoPrefetch {};
+
 /// Software prefetch of a tile of rows of `RowLines` cache lines each, row
 /// r at `base + r * row_bytes`: `per_step` lines per `step()`, in order,
-/// until all `lines` are done (token_steps_fused steps it before each sweep).
+/// until all `lines` are done (token_steps_fused steps it before each sweep,
+/// or fused_sweep once per row group).
 template <int RowLines>
 struct PrefetchCursor {
   const char* base = nullptr;  // nullptr: nothing to prefetch
@@ -150,10 +155,11 @@ struct PrefetchCursor {
 /// rows in order, then combine_partials; the caller sums over the lane group.
 /// The host runs it over 16-column blocks of one lane (token_steps_fused), a
 /// GPU lane over its whole fragment (RecurrenceKernel::compute_stage).
-template <int Rows, int Cols, int Lanes, int A, int Block, bool Apply, bool Next>
+/// With `pf` (host), `pf->step()` runs once per group of rows.
+template <int Rows, int Cols, int Lanes, int A, int Block, bool Apply, bool Next, class Pf = NoPrefetch>
 KOKKOS_FORCEINLINE_FUNCTION void fused_sweep(float (&s)[Rows][Cols], int c0, const float* kt, const float* qt,
                                              const float (&ub)[Block], float (&oacc)[A][Block], const float* kn,
-                                             float dn, float (&nacc)[A][Block]) {
+                                             float dn, float (&nacc)[A][Block], Pf* pf = nullptr) {
   constexpr int V = staged_fetch<Lanes, A>;  // rows per fetch
   static_assert(Rows % V == 0 && V % A == 0, "fetch width and accumulators must divide the rows per lane");
   GDN_UNROLL
@@ -175,6 +181,7 @@ KOKKOS_FORCEINLINE_FUNCTION void fused_sweep(float (&s)[Rows][Cols], int c0, con
       load_lane_rows<Lanes>(qt, r, qr);
     }
     if constexpr (Next) load_lane_rows<Lanes>(kn, r, knr);
+    if constexpr (!std::is_same<Pf, NoPrefetch>::value) pf->step();
     GDN_UNROLL
     GDN_HOST_UNROLL
     for (int e = 0; e < V; ++e) {
@@ -208,9 +215,10 @@ KOKKOS_FORCEINLINE_FUNCTION void fused_sweep(float (&s)[Rows][Cols], int c0, con
 /// delta factors go to u[t], its un-scaled readout to o[t].
 /// With `pf_tile` (else nullptr), the cache lines of a tile of Rows x Cols
 /// values of type P at `pf_tile + r * pf_row` (the state a team will load
-/// next) are prefetched, a share before each sweep, so that they arrive
-/// while this computes (a burst per sweep measured faster at T = 8 than one
-/// line per row group, and slower at T = 1).
+/// next) are prefetched while this computes: with one token a share per row
+/// group of the two sweeps, with more a share before each sweep (each the
+/// faster one there: a step per row group costs issue slots in the longer
+/// token loops, a burst stalls the short one).
 template <int Rows, int Cols, int A, int Block, int MaxT, class P>
 KOKKOS_FORCEINLINE_FUNCTION void token_steps_fused(float (&s)[Rows][Cols], const float* k, const float* q,
                                                    int kq_stride, const float* v, int v_stride, const float* sc,
@@ -219,8 +227,11 @@ KOKKOS_FORCEINLINE_FUNCTION void token_steps_fused(float (&s)[Rows][Cols], const
   static_assert(Cols % Block == 0 && Rows % A == 0, "column blocks and accumulators must divide the tile");
   constexpr int kRowLines = (Cols * static_cast<int>(sizeof(P)) + kCacheLineBytes - 1) / kCacheLineBytes;
   PrefetchCursor<kRowLines> pf;
+  // One token: the prefetch is spread over the row groups of the two sweeps
+  // (faster there); more tokens: a burst before each sweep (faster there).
+  const bool spread = pf_tile != nullptr && nt == 1;
   if (pf_tile != nullptr) {
-    const int steps = (Cols / Block) * (nt + 1);  // sweeps
+    const int steps = (Cols / Block) * (nt + 1) * (spread ? Rows / staged_fetch<1, A> : 1);
     pf.base = reinterpret_cast<const char*>(pf_tile);
     pf.row_bytes = pf_row * static_cast<long>(sizeof(P));
     pf.lines = Rows * kRowLines;
@@ -239,13 +250,21 @@ KOKKOS_FORCEINLINE_FUNCTION void token_steps_fused(float (&s)[Rows][Cols], const
       const float* const kt = k + ta * kq_stride;
       const float* const qt = q + ta * kq_stride;
       const float* const kn = k + tn * kq_stride;
-      pf.step();  // a share of the prefetch before each sweep
-      if (t < 0) {
-        fused_sweep<Rows, Cols, 1, A, Block, false, true>(s, c0, kt, qt, ub, oacc, kn, scn[0], nacc);
-      } else if (next) {
-        fused_sweep<Rows, Cols, 1, A, Block, true, true>(s, c0, kt, qt, ub, oacc, kn, scn[0], nacc);
+      if (spread) {  // one token: a prefetch step per row group
+        if (t < 0) {
+          fused_sweep<Rows, Cols, 1, A, Block, false, true>(s, c0, kt, qt, ub, oacc, kn, scn[0], nacc, &pf);
+        } else {
+          fused_sweep<Rows, Cols, 1, A, Block, true, false>(s, c0, kt, qt, ub, oacc, kn, 0.0f, nacc, &pf);
+        }
       } else {
-        fused_sweep<Rows, Cols, 1, A, Block, true, false>(s, c0, kt, qt, ub, oacc, kn, 0.0f, nacc);
+        pf.step();  // a share of the prefetch before each sweep
+        if (t < 0) {
+          fused_sweep<Rows, Cols, 1, A, Block, false, true>(s, c0, kt, qt, ub, oacc, kn, scn[0], nacc);
+        } else if (next) {
+          fused_sweep<Rows, Cols, 1, A, Block, true, true>(s, c0, kt, qt, ub, oacc, kn, scn[0], nacc);
+        } else {
+          fused_sweep<Rows, Cols, 1, A, Block, true, false>(s, c0, kt, qt, ub, oacc, kn, 0.0f, nacc);
+        }
       }
       if (t >= 0) {
         GDN_SIMD
