@@ -125,10 +125,16 @@ constexpr int kCacheLineBytes = 64;
 /// fused_sweep's default: no prefetch between its row groups.
 struct NoPrefetch {};
 
+/// Prefetch, for each row r of a sweep, the line at `row0 + r * row_bytes`.
+struct RowPrefetch {
+  const char* row0;
+  long row_bytes;
+  KOKKOS_FORCEINLINE_FUNCTION void row(int r) const { prefetch_line(row0 + r * row_bytes); }
+};
+
 /// Software prefetch of a tile of rows of `RowLines` cache lines each, row
 /// r at `base + r * row_bytes`: `per_step` lines per `step()`, in order,
-/// until all `lines` are done (token_steps_fused steps it before each sweep,
-/// or fused_sweep once per row group).
+/// until all `lines` are done (fused_sweep steps it once per row group).
 template <int RowLines>
 struct PrefetchCursor {
   const char* base = nullptr;  // nullptr: nothing to prefetch
@@ -155,7 +161,8 @@ struct PrefetchCursor {
 /// rows in order, then combine_partials; the caller sums over the lane group.
 /// The host runs it over 16-column blocks of one lane (token_steps_fused), a
 /// GPU lane over its whole fragment (RecurrenceKernel::compute_stage).
-/// With `pf` (host), `pf->step()` runs once per group of rows.
+/// With `pf` (host): a PrefetchCursor steps once per group of rows, a
+/// RowPrefetch prefetches one line per row.
 template <int Rows, int Cols, int Lanes, int A, int Block, bool Apply, bool Next, class Pf = NoPrefetch>
 KOKKOS_FORCEINLINE_FUNCTION void fused_sweep(float (&s)[Rows][Cols], int c0, const float* kt, const float* qt,
                                              const float (&ub)[Block], float (&oacc)[A][Block], const float* kn,
@@ -181,11 +188,12 @@ KOKKOS_FORCEINLINE_FUNCTION void fused_sweep(float (&s)[Rows][Cols], int c0, con
       load_lane_rows<Lanes>(qt, r, qr);
     }
     if constexpr (Next) load_lane_rows<Lanes>(kn, r, knr);
-    if constexpr (!std::is_same<Pf, NoPrefetch>::value) pf->step();
+    if constexpr (!std::is_same<Pf, NoPrefetch>::value && !std::is_same<Pf, RowPrefetch>::value) pf->step();
     GDN_UNROLL
     GDN_HOST_UNROLL
     for (int e = 0; e < V; ++e) {
       const int a = e % A;
+      if constexpr (std::is_same<Pf, RowPrefetch>::value) pf->row(r + e);
       float* const row = s[r + e] + c0;
       GDN_SIMD
       for (int c = 0; c < Block; ++c) {
@@ -216,9 +224,10 @@ KOKKOS_FORCEINLINE_FUNCTION void fused_sweep(float (&s)[Rows][Cols], int c0, con
 /// With `pf_tile` (else nullptr), the cache lines of a tile of Rows x Cols
 /// values of type P at `pf_tile + r * pf_row` (the state a team will load
 /// next) are prefetched while this computes: with one token a share per row
-/// group of the two sweeps, with more a share before each sweep (each the
-/// faster one there: a step per row group costs issue slots in the longer
-/// token loops, a burst stalls the short one).
+/// group of the two sweeps; with more, in the first applying sweep of each
+/// column block, row r prefetches row r of the next tile at that block (the
+/// faster one in each case, measured; a burst before each sweep stalled on
+/// full miss buffers).
 template <int Rows, int Cols, int A, int Block, int MaxT, class P>
 KOKKOS_FORCEINLINE_FUNCTION void token_steps_fused(float (&s)[Rows][Cols], const float* k, const float* q,
                                                    int kq_stride, const float* v, int v_stride, const float* sc,
@@ -226,14 +235,17 @@ KOKKOS_FORCEINLINE_FUNCTION void token_steps_fused(float (&s)[Rows][Cols], const
                                                    float (&o)[MaxT][Cols], const P* pf_tile, long pf_row) {
   static_assert(Cols % Block == 0 && Rows % A == 0, "column blocks and accumulators must divide the tile");
   constexpr int kRowLines = (Cols * static_cast<int>(sizeof(P)) + kCacheLineBytes - 1) / kCacheLineBytes;
-  PrefetchCursor<kRowLines> pf;
-  // One token: the prefetch is spread over the row groups of the two sweeps
-  // (faster there); more tokens: a burst before each sweep (faster there).
+  const long tile_row_bytes = pf_row * static_cast<long>(sizeof(P));
+  // One token: the prefetch is spread over the row groups of the two sweeps;
+  // more tokens: the first applying sweep of each column block prefetches
+  // the next tile's lines at that block, one per row (each the faster one).
   const bool spread = pf_tile != nullptr && nt == 1;
-  if (pf_tile != nullptr) {
-    const int steps = (Cols / Block) * (nt + 1) * (spread ? Rows / staged_fetch<1, A> : 1);
+  const bool by_row = pf_tile != nullptr && nt > 1;
+  PrefetchCursor<kRowLines> pf;
+  if (spread) {
+    const int steps = (Cols / Block) * 2 * (Rows / staged_fetch<1, A>);  // row groups of the two sweeps
     pf.base = reinterpret_cast<const char*>(pf_tile);
-    pf.row_bytes = pf_row * static_cast<long>(sizeof(P));
+    pf.row_bytes = tile_row_bytes;
     pf.lines = Rows * kRowLines;
     pf.per_step = (pf.lines + steps - 1) / steps;
   }
@@ -256,15 +268,21 @@ KOKKOS_FORCEINLINE_FUNCTION void token_steps_fused(float (&s)[Rows][Cols], const
         } else {
           fused_sweep<Rows, Cols, 1, A, Block, true, false>(s, c0, kt, qt, ub, oacc, kn, 0.0f, nacc, &pf);
         }
-      } else {
-        pf.step();  // a share of the prefetch before each sweep
-        if (t < 0) {
-          fused_sweep<Rows, Cols, 1, A, Block, false, true>(s, c0, kt, qt, ub, oacc, kn, scn[0], nacc);
-        } else if (next) {
-          fused_sweep<Rows, Cols, 1, A, Block, true, true>(s, c0, kt, qt, ub, oacc, kn, scn[0], nacc);
+      } else if (by_row && t == 0 && (c0 * static_cast<int>(sizeof(P))) % kCacheLineBytes == 0) {
+        // Several tokens: while the first token is applied to this column
+        // block, row r prefetches row r of the next tile at this block.
+        RowPrefetch rp{reinterpret_cast<const char*>(pf_tile + c0), tile_row_bytes};
+        if (next) {
+          fused_sweep<Rows, Cols, 1, A, Block, true, true>(s, c0, kt, qt, ub, oacc, kn, scn[0], nacc, &rp);
         } else {
-          fused_sweep<Rows, Cols, 1, A, Block, true, false>(s, c0, kt, qt, ub, oacc, kn, 0.0f, nacc);
+          fused_sweep<Rows, Cols, 1, A, Block, true, false>(s, c0, kt, qt, ub, oacc, kn, 0.0f, nacc, &rp);
         }
+      } else if (t < 0) {
+        fused_sweep<Rows, Cols, 1, A, Block, false, true>(s, c0, kt, qt, ub, oacc, kn, scn[0], nacc);
+      } else if (next) {
+        fused_sweep<Rows, Cols, 1, A, Block, true, true>(s, c0, kt, qt, ub, oacc, kn, scn[0], nacc);
+      } else {
+        fused_sweep<Rows, Cols, 1, A, Block, true, false>(s, c0, kt, qt, ub, oacc, kn, 0.0f, nacc);
       }
       if (t >= 0) {
         GDN_SIMD
