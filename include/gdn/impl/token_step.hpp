@@ -19,7 +19,6 @@
 #include <Kokkos_Core.hpp>
 
 #include <cmath>
-#include <type_traits>
 
 namespace gdn {
 namespace Impl {
@@ -122,19 +121,26 @@ KOKKOS_FORCEINLINE_FUNCTION float lane_sum_squares(const float* x) {
 /// Bytes of a cache line (the host prefetches line by line).
 constexpr int kCacheLineBytes = 64;
 
-/// fused_sweep's default: no prefetch between its row groups.
-struct NoPrefetch {};
+// Prefetchers for fused_sweep: `group()` runs once per group of rows,
+// `row(r)` before row r's arithmetic.
 
-/// Prefetch, for each row r of a sweep, the line at `row0 + r * row_bytes`.
+/// fused_sweep's default: no prefetch.
+struct NoPrefetch {
+  KOKKOS_FORCEINLINE_FUNCTION void group() {}
+  KOKKOS_FORCEINLINE_FUNCTION void row(int) {}
+};
+
+/// For each row r of a sweep, the line at `row0 + r * row_bytes`.
 struct RowPrefetch {
   const char* row0;
   long row_bytes;
-  KOKKOS_FORCEINLINE_FUNCTION void row(int r) const { prefetch_line(row0 + r * row_bytes); }
+  KOKKOS_FORCEINLINE_FUNCTION void group() {}
+  KOKKOS_FORCEINLINE_FUNCTION void row(int r) { prefetch_line(row0 + r * row_bytes); }
 };
 
 /// Software prefetch of a tile of rows of `RowLines` cache lines each, row
 /// r at `base + r * row_bytes`: `per_step` lines per `step()`, in order,
-/// until all `lines` are done (fused_sweep steps it once per row group).
+/// until all `lines` are done (one step per row group).
 template <int RowLines>
 struct PrefetchCursor {
   const char* base = nullptr;  // nullptr: nothing to prefetch
@@ -149,6 +155,8 @@ struct PrefetchCursor {
       prefetch_line(base + (line / RowLines) * row_bytes + (line % RowLines) * kCacheLineBytes);
     }
   }
+  KOKKOS_FORCEINLINE_FUNCTION void group() { step(); }
+  KOKKOS_FORCEINLINE_FUNCTION void row(int) {}
 };
 
 /// One sweep of a fused token loop over a column block (columns
@@ -161,12 +169,11 @@ struct PrefetchCursor {
 /// rows in order, then combine_partials; the caller sums over the lane group.
 /// The host runs it over 16-column blocks of one lane (token_steps_fused), a
 /// GPU lane over its whole fragment (RecurrenceKernel::compute_stage).
-/// With `pf` (host): a PrefetchCursor steps once per group of rows, a
-/// RowPrefetch prefetches one line per row.
+/// `pf` (host) prefetches: `pf.group()` once per group of rows, `pf.row(r)` per row.
 template <int Rows, int Cols, int Lanes, int A, int Block, bool Apply, bool Next, class Pf = NoPrefetch>
 KOKKOS_FORCEINLINE_FUNCTION void fused_sweep(float (&s)[Rows][Cols], int c0, const float* kt, const float* qt,
                                              const float (&ub)[Block], float (&oacc)[A][Block], const float* kn,
-                                             float dn, float (&nacc)[A][Block], Pf* pf = nullptr) {
+                                             float dn, float (&nacc)[A][Block], Pf&& pf = Pf()) {
   constexpr int V = staged_fetch<Lanes, A>;  // rows per fetch
   static_assert(Rows % V == 0 && V % A == 0, "fetch width and accumulators must divide the rows per lane");
   GDN_UNROLL
@@ -188,12 +195,12 @@ KOKKOS_FORCEINLINE_FUNCTION void fused_sweep(float (&s)[Rows][Cols], int c0, con
       load_lane_rows<Lanes>(qt, r, qr);
     }
     if constexpr (Next) load_lane_rows<Lanes>(kn, r, knr);
-    if constexpr (!std::is_same<Pf, NoPrefetch>::value && !std::is_same<Pf, RowPrefetch>::value) pf->step();
+    pf.group();
     GDN_UNROLL
     GDN_HOST_UNROLL
     for (int e = 0; e < V; ++e) {
       const int a = e % A;
-      if constexpr (std::is_same<Pf, RowPrefetch>::value) pf->row(r + e);
+      pf.row(r + e);
       float* const row = s[r + e] + c0;
       GDN_SIMD
       for (int c = 0; c < Block; ++c) {
@@ -264,18 +271,18 @@ KOKKOS_FORCEINLINE_FUNCTION void token_steps_fused(float (&s)[Rows][Cols], const
       const float* const kn = k + tn * kq_stride;
       if (spread) {  // one token: a prefetch step per row group
         if (t < 0) {
-          fused_sweep<Rows, Cols, 1, A, Block, false, true>(s, c0, kt, qt, ub, oacc, kn, scn[0], nacc, &pf);
+          fused_sweep<Rows, Cols, 1, A, Block, false, true>(s, c0, kt, qt, ub, oacc, kn, scn[0], nacc, pf);
         } else {
-          fused_sweep<Rows, Cols, 1, A, Block, true, false>(s, c0, kt, qt, ub, oacc, kn, 0.0f, nacc, &pf);
+          fused_sweep<Rows, Cols, 1, A, Block, true, false>(s, c0, kt, qt, ub, oacc, kn, 0.0f, nacc, pf);
         }
       } else if (by_row && t == 0 && (c0 * static_cast<int>(sizeof(P))) % kCacheLineBytes == 0) {
         // Several tokens: while the first token is applied to this column
         // block, row r prefetches row r of the next tile at this block.
         RowPrefetch rp{reinterpret_cast<const char*>(pf_tile + c0), tile_row_bytes};
         if (next) {
-          fused_sweep<Rows, Cols, 1, A, Block, true, true>(s, c0, kt, qt, ub, oacc, kn, scn[0], nacc, &rp);
+          fused_sweep<Rows, Cols, 1, A, Block, true, true>(s, c0, kt, qt, ub, oacc, kn, scn[0], nacc, rp);
         } else {
-          fused_sweep<Rows, Cols, 1, A, Block, true, false>(s, c0, kt, qt, ub, oacc, kn, 0.0f, nacc, &rp);
+          fused_sweep<Rows, Cols, 1, A, Block, true, false>(s, c0, kt, qt, ub, oacc, kn, 0.0f, nacc, rp);
         }
       } else if (t < 0) {
         fused_sweep<Rows, Cols, 1, A, Block, false, true>(s, c0, kt, qt, ub, oacc, kn, scn[0], nacc);
