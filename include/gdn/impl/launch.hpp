@@ -112,9 +112,13 @@ void launch_recurrence(const char* label, const ExecSpace& space, const HeadConf
     k.m_ring = ring;
     k.m_nv = cfg.num_value_heads;
     k.m_group = cfg.group_size();
+    k.m_nv_div = FastDiv(static_cast<std::uint32_t>(k.m_nv));
+    k.m_group_div = FastDiv(static_cast<std::uint32_t>(k.m_group));
     k.m_ring_len = Verify ? static_cast<int>(ring.extent(2)) : 0;
     k.m_key_dim = cfg.key_dim();
     k.m_q_scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(Dk)));
+    k.m_vec_inputs = in.qkv.stride(1) == 1 && in.qkv.stride(0) % 4 == 0 &&
+                     reinterpret_cast<std::uintptr_t>(in.qkv.data()) % 16 == 0;
     const long long items = recurrence_league<ExecSpace, StateT>(cfg, slots.extent(0));  // <= INT_MAX (checked)
     k.m_items = static_cast<int>(items);
     const long long league = launch_teams(space, items, Kernel::Map::persistent_teams_per_sm,

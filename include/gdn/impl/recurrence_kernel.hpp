@@ -20,7 +20,8 @@
 /// persistent teams (as many as are resident) take items league_rank,
 /// + league_size, ... Team: `team_threads` lane groups of `row_lanes` lanes
 /// (interleaved in a warp on CUDA, mapping.hpp); lane `l` of group `cg` owns
-/// rows `r*row_lanes + l` (r < Dk/row_lanes) of columns
+/// rows `lane_row(l, r) = (r/4)*4*row_lanes + 4*l + r%4` (r < Dk/row_lanes;
+/// runs of four rows, token_step.hpp) of columns
 /// `[cg*cols_per_lane, (cg+1)*cols_per_lane)` of the tile, in registers
 /// (CUDA: 8 lanes x 4 columns, 16x4 floats per lane at Dk = 128, 64-column
 /// tiles, 3 teams per SM for a float state and 4 for bf16, 4-token chunks
@@ -31,9 +32,9 @@
 /// Pipeline. A team's work is a sequence of stages (an item's chunk of
 /// `chunk_tokens` tokens). Each stage's k, q, the tile's v, decay and beta are
 /// staged in one of two scratch buffers (one global read per value, all of a
-/// thread's copies in flight at once: `stage_async`, mapping.hpp; k and q in
-/// the `staged_row` order of token_step.hpp, so a lane fetches four of its
-/// rows with one 16-byte load). While a stage computes, the next stage's
+/// thread's copies in flight at once: `stage_async`, mapping.hpp; 16-byte
+/// copies when the channels are contiguous; k and q in natural order, so a
+/// lane fetches a run of four of its rows with one 16-byte load). While a stage computes, the next stage's
 /// copies are in flight into the other buffer, and on CUDA (`prefetch_state`)
 /// so is the next item's state tile, into a third buffer. A stage: wait for
 /// its copies, team barrier, start the next stage's copies, write the
@@ -59,6 +60,7 @@
 
 #include <gdn/bf16.hpp>
 #include <gdn/config.hpp>
+#include <gdn/impl/fast_div.hpp>
 #include <gdn/impl/mapping.hpp>
 #include <gdn/impl/token_step.hpp>
 
@@ -111,11 +113,15 @@ struct RecurrenceKernel {
   Kokkos::View<RingT****, Kokkos::LayoutRight, MemSpace> m_ring;  // [ring_rows, nk, RING_LEN, record_stride]
   int m_nv = 0;
   int m_group = 1;
+  FastDiv m_nv_div;     // division by m_nv (item decoding)
+  FastDiv m_group_div;  // division by m_group
   int m_ring_len = 0;
   long m_key_dim = 0;
   float m_q_scale = 1.0f;
 
   int m_items = 0;  // B * nv * tiles_per_head()
+  /// qkv channels contiguous and its rows 16-byte aligned: 16-byte staging copies (GPU teams).
+  bool m_vec_inputs = false;
 
   /// Floats of the state prefetch buffer: one tile of the state, when the mapping prefetches.
   static constexpr int kStateBufFloats =
@@ -142,8 +148,8 @@ struct RecurrenceKernel {
 
   /// One staged chunk in team scratch (two of them: one computed on, one filling).
   struct ChunkBuf {
-    float* sk;   // [chunk, Dk], staged_row order
-    float* sq;   // [chunk, Dk], staged_row order
+    float* sk;   // [chunk, Dk]
+    float* sq;   // [chunk, Dk]
     float* sv;   // [chunk, cols_per_team]
     float* ssc;  // [chunk, 4]: decay, beta, qf, kinv
     KOKKOS_INLINE_FUNCTION explicit ChunkBuf(float* p)
@@ -167,12 +173,12 @@ struct RecurrenceKernel {
         : Item(k, item, k.sequence_of(item)) {}
 
    private:
-    // Unsigned arithmetic: the indices are non-negative, and unsigned
-    // division by a run-time value is the cheaper instruction sequence.
+    // Unsigned arithmetic (the indices are non-negative; the tile count is a
+    // compile-time constant); the run-time divisors through FastDiv.
     KOKKOS_INLINE_FUNCTION Item(const RecurrenceKernel& k, int item, int b)
         : tile(static_cast<int>(unsigned(item) % unsigned(tiles_per_head()))),
           h(static_cast<int>(unsigned(item) / unsigned(tiles_per_head()) - unsigned(b) * unsigned(k.m_nv))),
-          kh(static_cast<int>(unsigned(h) / unsigned(k.m_group))),
+          kh(static_cast<int>(k.m_group_div.div(unsigned(h)))),
           g(h - kh * k.m_group),
           len(static_cast<int>(k.m_offsets(b + 1) - k.m_offsets(b))),
           t_begin(k.m_offsets(b)),
@@ -182,7 +188,7 @@ struct RecurrenceKernel {
 
   /// The sequence of work item `item` (items: sequence, then head, then tile).
   KOKKOS_INLINE_FUNCTION int sequence_of(int item) const {
-    return static_cast<int>(unsigned(item) / unsigned(tiles_per_head()) / unsigned(m_nv));
+    return static_cast<int>(m_nv_div.div(unsigned(item) / unsigned(tiles_per_head())));
   }
 
   /// The first item at or after `item` (stepping by `stride`) with a non-empty row; -1 if none.
@@ -206,10 +212,13 @@ struct RecurrenceKernel {
     return n;
   }
 
-  /// This thread's fragment of the state of `item`: row r at + r * row_lanes * Dk.
+  /// Offset of fragment row r from the fragment's first row (lane_row, token_step.hpp).
+  KOKKOS_INLINE_FUNCTION static constexpr int frag_row(int r) { return lane_row<kLanes>(0, r) * Dk; }
+
+  /// This thread's fragment of the state of `item`: row r at + frag_row(r).
   KOKKOS_INLINE_FUNCTION StateT* state_fragment(const Item& it, int lane, int cg) const {
     return m_state.data() + (static_cast<std::size_t>(it.slot) * m_nv + it.h) * Dk * Dk +
-           static_cast<std::size_t>(lane) * Dk + it.tile * kTeamCols + cg * kCols;
+           static_cast<std::size_t>(lane_row<kLanes>(lane, 0)) * Dk + it.tile * kTeamCols + cg * kCols;
   }
 
   /// Start this thread's copies of a stage's inputs (and, at the start of an
@@ -245,39 +254,52 @@ struct RecurrenceKernel {
         const StateT* const src = state_fragment(it, lane, cg);
         GDN_UNROLL
         for (int r = 0; r < kRows; ++r) {
-          stage_async_bytes<kFragRowBytes>(sbuf + (r * kThreads + tid) * kCols, src + r * kLanes * Dk);
+          stage_async_bytes<kFragRowBytes>(sbuf + (r * kThreads + tid) * kCols, src + frag_row(r));
         }
       }
     }
   }
 
-  /// issue_stage's input copies for a team of several threads (GPU): one
-  /// thread per key/query channel (all tokens of the chunk), a v column per
-  /// thread, the scalars by the first threads.
+  /// issue_stage's input copies for a team of several threads (GPU). With
+  /// `m_vec_inputs` (channels contiguous, rows 16-byte aligned) 16-byte
+  /// copies: a thread keeps one 16-byte word of a row (k, q: Dk/4 words;
+  /// v: cols_per_team/4) and steps over the chunk's tokens; otherwise one
+  /// thread per key/query channel (all tokens of the chunk) and one per v
+  /// column. The scalars go to the first threads.
   KOKKOS_INLINE_FUNCTION void issue_inputs_threads(int nt, std::uint32_t tok0, const float* x0, long q_base,
                                                    long k_base, long v_base, long x_tok, long x_chan,
                                                    const Item& it, const ChunkBuf& buf, int tid) const {
-    GDN_NO_UNROLL
-    for (int i = tid; i < Dk; i += kThreads) {
-      const int si = staged_row<kLanes>(i);
-      const float* xk = x0 + (k_base + i) * x_chan;
-      const float* xq = x0 + (q_base + i) * x_chan;
+    if (m_vec_inputs) {
+      // k and q: thread tid copies word tid % kWords of rows (tt, k or q) = tid / kWords, + kRowStep, ...
+      constexpr int kWords = Dk / 4;
+      static_assert(kThreads % kWords == 0, "a team copies whole 16-byte rows of k and q");
+      constexpr int kRowStep = kThreads / kWords;
+      const int w = tid % kWords;
       GDN_NO_UNROLL
-      for (int tt = 0; tt < nt; ++tt, xk += x_tok, xq += x_tok) {
-        stage_async(buf.sk + tt * Dk + si, xk);
-        stage_async(buf.sq + tt * Dk + si, xq);
+      for (int j = tid / kWords; j < 2 * nt; j += kRowStep) {
+        const int tt = j >> 1;
+        const bool is_k = (j & 1) != 0;
+        stage_async_bytes<16>((is_k ? buf.sk : buf.sq) + tt * Dk + 4 * w,
+                              x0 + tt * x_tok + (is_k ? k_base : q_base) + 4 * w);
       }
-    }
-    if constexpr (kThreads % kTeamCols == 0) {
-      // A thread stages one column of v for every (kThreads / kTeamCols)-th token.
-      constexpr int kStep = kThreads / kTeamCols;
-      const int col = tid % kTeamCols;
-      const float* xv = x0 + (v_base + col) * x_chan + (tid / kTeamCols) * x_tok;
+      constexpr int kVWords = kTeamCols / 4;
+      static_assert(kThreads % kVWords == 0, "a team copies whole 16-byte rows of v");
+      const int vw = tid % kVWords;
       GDN_NO_UNROLL
-      for (int tt = tid / kTeamCols; tt < nt; tt += kStep, xv += kStep * x_tok) {
-        stage_async(buf.sv + tt * kTeamCols + col, xv);
+      for (int tt = tid / kVWords; tt < nt; tt += kThreads / kVWords) {
+        stage_async_bytes<16>(buf.sv + tt * kTeamCols + 4 * vw, x0 + tt * x_tok + v_base + 4 * vw);
       }
     } else {
+      GDN_NO_UNROLL
+      for (int i = tid; i < Dk; i += kThreads) {
+        const float* xk = x0 + (k_base + i) * x_chan;
+        const float* xq = x0 + (q_base + i) * x_chan;
+        GDN_NO_UNROLL
+        for (int tt = 0; tt < nt; ++tt, xk += x_tok, xq += x_tok) {
+          stage_async(buf.sk + tt * Dk + i, xk);
+          stage_async(buf.sq + tt * Dk + i, xq);
+        }
+      }
       GDN_NO_UNROLL
       for (int e = tid; e < nt * kTeamCols; e += kThreads) {
         stage_async(buf.sv + e, x0 + (e / kTeamCols) * x_tok + (v_base + e % kTeamCols) * x_chan);
@@ -324,7 +346,7 @@ struct RecurrenceKernel {
           if constexpr (Map::prefetch_state) {
             load_vec(sbuf + (r * kThreads + tid) * kCols, s[r]);  // this thread's own copies
           } else {
-            load_vec(frag + r * kLanes * Dk, s[r]);
+            load_vec(frag + frag_row(r), s[r]);
           }
         }
       }
@@ -336,7 +358,7 @@ struct RecurrenceKernel {
       compute_stage(team, it, cur.c0, ChunkBuf(chunks + nb * kChunkFloats), norms, s, lane, cg, tid, pf);
       if (cur.c0 + kChunk >= it.len && !(Verify && it.len <= m_ring_len)) {
         GDN_UNROLL
-        for (int r = 0; r < kRows; ++r) store_vec(frag + r * kLanes * Dk, s[r]);
+        for (int r = 0; r < kRows; ++r) store_vec(frag + frag_row(r), s[r]);
       }
       cur = nxt;
       it = nit;
@@ -391,9 +413,13 @@ struct RecurrenceKernel {
         }
       }
     } else if (record && it.g == 0 && it.tile == 0) {
-      for (int e = tid; e < nt * Dk; e += kThreads) {
-        m_ring(ring_row, it.kh, c0 + e / Dk, e % Dk) =
-            from_float<RingT>(buf.sk[(e / Dk) * Dk + staged_row<kLanes>(e % Dk)]);
+      // A thread per key channel (consecutive threads, consecutive channels:
+      // coalesced stores), all tokens of the chunk: no index arithmetic per value.
+      const long rec_stride = static_cast<long>(m_ring.stride(2));
+      for (int i = tid; i < Dk; i += kThreads) {
+        const float* src = buf.sk + i;
+        RingT* dst = &m_ring(ring_row, it.kh, c0, i);
+        for (int tt = 0; tt < nt; ++tt, src += Dk, dst += rec_stride) *dst = from_float<RingT>(*src);
       }
     }
     if (record && it.tile == 0) {
@@ -498,7 +524,7 @@ struct RecurrenceKernel {
       float os[kChunk][kCols];
       token_steps_fused<kRows, kCols, kAcc, Map::col_block, kChunk>(s, k_lane, q_lane, Dk, buf.sv + cg * kCols,
                                                                     kTeamCols, buf.ssc, kScalars, nt, us, os,
-                                                                    prefetch, static_cast<long>(kLanes) * Dk);
+                                                                    prefetch, static_cast<long>(Dk));
       float* const out_row = &m_out(it.t_begin, static_cast<long>(it.h) * Dk + col0);
       const long out_col = static_cast<long>(m_out.stride(1));
       for (int tt = 0; tt < nt; ++tt) {

@@ -44,20 +44,19 @@ KOKKOS_FORCEINLINE_FUNCTION float query_factor(float sum_sq, float q_scale) {
   return q_scale / sqrtf(sum_sq + 1e-6f);
 }
 
-/// \brief Where the staged key and query rows live in team scratch.
+/// \brief Which rows of a state column a lane owns, and where it finds them
+/// in the staged key and query (natural channel order in team scratch).
 ///
-/// Lane `l` of a group of `Lanes` owns rows `i = r*Lanes + l`. With one lane
-/// the staged rows are in natural order. With several, a lane's rows are
-/// grouped in fours: row `i` sits at `((r/4)*Lanes + l)*4 + r%4`, so a lane
-/// reads four of its rows with one 16-byte load and the lanes of a group
-/// read consecutive 16-byte words (no bank conflicts).
+/// With one lane, all rows in order. With `Lanes` lanes, rows go to lanes
+/// in runs of four: lane `l`'s fragment row `r` is state row
+/// `lane_row<Lanes>(l, r) = (r/4)*4*Lanes + 4*l + r%4`, so a lane reads four
+/// of its rows of k or q with one 16-byte load (at `x + r*Lanes`, `x` = its
+/// base `staged_lane_base`), the lanes of a group read consecutive 16-byte
+/// words (no bank conflicts), and the inputs are staged in their natural
+/// order (16-byte copies from global memory).
 template <int Lanes>
-KOKKOS_FORCEINLINE_FUNCTION constexpr int staged_row(int i) {
-  if constexpr (Lanes == 1) {
-    return i;
-  } else {
-    return ((i / Lanes / 4) * Lanes + i % Lanes) * 4 + (i / Lanes) % 4;
-  }
+KOKKOS_FORCEINLINE_FUNCTION constexpr int lane_row(int lane, int r) {
+  return (r / 4) * (4 * Lanes) + 4 * lane + r % 4;
 }
 
 /// Offset of lane `lane`'s first staged row (the `x` that the functions below take).
@@ -164,7 +163,7 @@ struct PrefetchCursor {
 /// `Apply`, token t's update (fma(k, u, S), `kt`, `ub`) and readout sums
 /// (`qt`, into `oacc`); with `Next`, then the following token's decay
 /// (rounded product by `dn`) and key sums (`kn`, into `nacc`). `kt`, `qt` and
-/// `kn` point at the lane's staged base (staged_row layout). Each element is
+/// `kn` point at the lane's staged base (staged_lane_base). Each element is
 /// loaded and stored once. Sums: the lane's row r into partial sum r % A,
 /// rows in order, then combine_partials; the caller sums over the lane group.
 /// The host runs it over 16-column blocks of one lane (token_steps_fused), a
