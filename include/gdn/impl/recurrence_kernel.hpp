@@ -135,6 +135,13 @@ struct RecurrenceKernel {
   static constexpr int kChunkFloats = kChunk * (2 * Dk + kTeamCols + kScalars);
   static_assert(kChunkFloats % 4 == 0, "the second chunk buffer must stay 16-byte aligned");
 
+  /// 16-byte staging (issue_inputs_threads): unrolled by token (fewer
+  /// instructions per copy), except in the forward with a bf16 state, where
+  /// the unrolled form made the kernel spill at its 128 registers (same run,
+  /// B = 256: fwd bf16 T = 4 231 -> 259 us; verify bf16 T = 4 / 8 245 -> 237
+  /// / 406 -> 383 us, verify float T = 8 406 -> 394 us with it).
+  static constexpr bool kStageByToken = Verify || sizeof(StateT) == 4;
+
   /// Per-vector norms (lane groups only; see compute_stage).
   static constexpr bool kWarpNorms = kLaneFused && (Verify ? Map::warp_norms_verify : Map::warp_norms);
   /// Floats of the per-vector norm slots: qf and kinv of each token of a chunk, per vector.
@@ -262,17 +269,44 @@ struct RecurrenceKernel {
 
   /// issue_stage's input copies for a team of several threads (GPU). With
   /// `m_vec_inputs` (channels contiguous, rows 16-byte aligned) 16-byte
-  /// copies: a thread keeps one 16-byte word of a row (k, q: Dk/4 words;
+  /// copies: a thread keeps one 16-byte word of a row (k and q: Dk/4 words;
   /// v: cols_per_team/4) and steps over the chunk's tokens; otherwise one
   /// thread per key/query channel (all tokens of the chunk) and one per v
   /// column. The scalars go to the first threads.
   KOKKOS_INLINE_FUNCTION void issue_inputs_threads(int nt, std::uint32_t tok0, const float* x0, long q_base,
                                                    long k_base, long v_base, long x_tok, long x_chan,
                                                    const Item& it, const ChunkBuf& buf, int tid) const {
-    if (m_vec_inputs) {
-      // k and q: thread tid copies word tid % kWords of rows (tt, k or q) = tid / kWords, + kRowStep, ...
-      constexpr int kWords = Dk / 4;
-      static_assert(kThreads % kWords == 0, "a team copies whole 16-byte rows of k and q");
+    constexpr int kWords = Dk / 4;  // 16-byte words of a k or q row
+    static_assert(kThreads % kWords == 0, "a team copies whole 16-byte rows of k and q");
+    constexpr int kVWords = kTeamCols / 4;  // 16-byte words of the tile's v row
+    static_assert(kThreads % kVWords == 0, "a team copies whole 16-byte rows of v");
+    if (m_vec_inputs && kStageByToken) {
+      // Thread tid copies word tid % kWords of the k and q rows of tokens
+      // tid / kWords, + kTokStep, ... and word tid % kVWords of the v rows
+      // of tokens tid / kVWords, + kVStep, ... (fixed trip counts, unrolled).
+      constexpr int kTokStep = kThreads / kWords;
+      const int w = tid % kWords;
+      const int t0 = tid / kWords;
+      const float* const xt0 = x0 + t0 * x_tok + 4 * w;
+      GDN_UNROLL
+      for (int m = 0; m < (kChunk + kTokStep - 1) / kTokStep; ++m) {
+        const int tt = t0 + m * kTokStep;
+        if (tt < nt) {
+          const float* const xt = xt0 + m * kTokStep * x_tok;
+          stage_async_bytes<16>(buf.sk + tt * Dk + 4 * w, xt + k_base);
+          stage_async_bytes<16>(buf.sq + tt * Dk + 4 * w, xt + q_base);
+        }
+      }
+      constexpr int kVStep = kThreads / kVWords;
+      const int vw = tid % kVWords;
+      const int v0 = tid / kVWords;
+      GDN_UNROLL
+      for (int m = 0; m < (kChunk + kVStep - 1) / kVStep; ++m) {
+        const int tt = v0 + m * kVStep;
+        if (tt < nt) stage_async_bytes<16>(buf.sv + tt * kTeamCols + 4 * vw, x0 + tt * x_tok + v_base + 4 * vw);
+      }
+    } else if (m_vec_inputs) {
+      // Rows (token tt, k or q) = j, j + kRowStep, ... with j = tid / kWords; v likewise, in loops.
       constexpr int kRowStep = kThreads / kWords;
       const int w = tid % kWords;
       GDN_NO_UNROLL
@@ -282,8 +316,6 @@ struct RecurrenceKernel {
         stage_async_bytes<16>((is_k ? buf.sk : buf.sq) + tt * Dk + 4 * w,
                               x0 + tt * x_tok + (is_k ? k_base : q_base) + 4 * w);
       }
-      constexpr int kVWords = kTeamCols / 4;
-      static_assert(kThreads % kVWords == 0, "a team copies whole 16-byte rows of v");
       const int vw = tid % kVWords;
       GDN_NO_UNROLL
       for (int tt = tid / kVWords; tt < nt; tt += kThreads / kVWords) {
@@ -354,6 +386,11 @@ struct RecurrenceKernel {
       // other chunk buffer is no longer in use: start the next stage's copies.
       team.team_barrier();
       if (nxt.item >= 0) issue_stage(nxt, nit, ChunkBuf(chunks + (nb ^ 1) * kChunkFloats), sbuf, lane, cg, tid);
+      if constexpr (Map::prefetch_l2_max_len > 0) {
+        if (nxt.item >= 0 && nxt.item != cur.item && nit.len <= Map::prefetch_l2_max_len) {
+          prefetch_tile_l2(next_nonempty(nxt.item + stride, stride), tid);
+        }
+      }
       const StateT* const pf = Map::prefetch_hint ? next_item_hint(cur, nxt, nit, lane, cg) : nullptr;
       compute_stage(team, it, cur.c0, ChunkBuf(chunks + nb * kChunkFloats), norms, s, lane, cg, tid, pf);
       if (cur.c0 + kChunk >= it.len && !(Verify && it.len <= m_ring_len)) {
@@ -363,6 +400,21 @@ struct RecurrenceKernel {
       cur = nxt;
       it = nit;
       nb ^= 1;
+    }
+  }
+
+  /// Prefetch the state tile of work item `item` (none if negative) into L2,
+  /// a thread per row (the mapping's `prefetch_l2_max_len`).
+  KOKKOS_INLINE_FUNCTION void prefetch_tile_l2(int item, int tid) const {
+    if (item < 0) return;
+    const Item g(*this, item);
+    const StateT* const tile =
+        m_state.data() + (static_cast<std::size_t>(g.slot) * m_nv + g.h) * Dk * Dk + g.tile * kTeamCols;
+    constexpr int kRowBytes = kTeamCols * static_cast<int>(sizeof(StateT));
+    for (int r = tid; r < Dk; r += kThreads) {
+      const char* const row = reinterpret_cast<const char*>(tile + static_cast<std::size_t>(r) * Dk);
+      GDN_UNROLL
+      for (int b = 0; b < kRowBytes; b += kL2LineBytes) prefetch_l2(row + b);
     }
   }
 
