@@ -34,9 +34,11 @@
 /// staged in one of two scratch buffers (one global read per value, all of a
 /// thread's copies in flight at once: `stage_async`, mapping.hpp; 16-byte
 /// copies when the channels are contiguous; k and q in natural order, so a
-/// lane fetches a run of four of its rows with one 16-byte load). While a stage computes, the next stage's
-/// copies are in flight into the other buffer, and on CUDA (`prefetch_state`)
-/// so is the next item's state tile, into a third buffer. A stage: wait for
+/// lane fetches a run of four of its rows with one 16-byte load). While a
+/// stage computes, the next stage's copies are in flight into the other
+/// buffer, and on CUDA (`prefetch_state`) so is the next item's state tile,
+/// into a third buffer (and, for a short next item, `prefetch_l2_max_len`,
+/// the tile of the item after it is prefetched into L2). A stage: wait for
 /// its copies, team barrier, start the next stage's copies, write the
 /// records' keys and decays (verify), compute the q and k norms (one lane
 /// group per norm: shared by the team's groups, then a team barrier; or,
