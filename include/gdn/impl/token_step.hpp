@@ -159,7 +159,7 @@ struct PrefetchCursor {
 };
 
 /// One sweep of a fused token loop over a column block (columns
-/// [c0, c0 + Block)) of a lane's fragment (rows `r*Lanes + lane`): with
+/// [c0, c0 + Block)) of a lane's fragment (rows `lane_row<Lanes>(lane, r)`): with
 /// `Apply`, token t's update (fma(k, u, S), `kt`, `ub`) and readout sums
 /// (`qt`, into `oacc`); with `Next`, then the following token's decay
 /// (rounded product by `dn`) and key sums (`kn`, into `nacc`). `kt`, `qt` and
