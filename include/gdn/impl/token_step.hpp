@@ -129,12 +129,15 @@ struct NoPrefetch {
   KOKKOS_FORCEINLINE_FUNCTION void row(int) {}
 };
 
-/// For each row r of a sweep, the line at `row0 + r * row_bytes`.
+/// For each row r of a sweep, the `Lines` lines from `row0 + r * row_bytes`.
+template <int Lines>
 struct RowPrefetch {
   const char* row0;
   long row_bytes;
   KOKKOS_FORCEINLINE_FUNCTION void group() {}
-  KOKKOS_FORCEINLINE_FUNCTION void row(int r) { prefetch_line(row0 + r * row_bytes); }
+  KOKKOS_FORCEINLINE_FUNCTION void row(int r) {
+    for (int l = 0; l < Lines; ++l) prefetch_line(row0 + r * row_bytes + l * kCacheLineBytes);
+  }
 };
 
 /// Software prefetch of a tile of rows of `RowLines` cache lines each, row
@@ -241,6 +244,8 @@ KOKKOS_FORCEINLINE_FUNCTION void token_steps_fused(float (&s)[Rows][Cols], const
                                                    float (&o)[MaxT][Cols], const P* pf_tile, long pf_row) {
   static_assert(Cols % Block == 0 && Rows % A == 0, "column blocks and accumulators must divide the tile");
   constexpr int kRowLines = (Cols * static_cast<int>(sizeof(P)) + kCacheLineBytes - 1) / kCacheLineBytes;
+  // Lines of the next tile under one (line-aligned) column block.
+  constexpr int kBlockLines = (Block * static_cast<int>(sizeof(P)) + kCacheLineBytes - 1) / kCacheLineBytes;
   const long tile_row_bytes = pf_row * static_cast<long>(sizeof(P));
   // One token: the prefetch is spread over the row groups of the two sweeps;
   // more tokens: the first applying sweep of each column block prefetches
@@ -277,7 +282,7 @@ KOKKOS_FORCEINLINE_FUNCTION void token_steps_fused(float (&s)[Rows][Cols], const
       } else if (by_row && t == 0 && (c0 * static_cast<int>(sizeof(P))) % kCacheLineBytes == 0) {
         // Several tokens: while the first token is applied to this column
         // block, row r prefetches row r of the next tile at this block.
-        RowPrefetch rp{reinterpret_cast<const char*>(pf_tile + c0), tile_row_bytes};
+        RowPrefetch<kBlockLines> rp{reinterpret_cast<const char*>(pf_tile + c0), tile_row_bytes};
         if (next) {
           fused_sweep<Rows, Cols, 1, A, Block, true, true>(s, c0, kt, qt, ub, oacc, kn, scn[0], nacc, rp);
         } else {
