@@ -409,9 +409,7 @@ struct RecurrenceKernel {
   /// a thread per row (the mapping's `prefetch_l2_max_len`).
   KOKKOS_INLINE_FUNCTION void prefetch_tile_l2(int item, int tid) const {
     if (item < 0) return;
-    const Item g(*this, item);
-    const StateT* const tile =
-        m_state.data() + (static_cast<std::size_t>(g.slot) * m_nv + g.h) * Dk * Dk + g.tile * kTeamCols;
+    const StateT* const tile = state_fragment(Item(*this, item), 0, 0);  // lane 0 of group 0: the tile's origin
     constexpr int kRowBytes = kTeamCols * static_cast<int>(sizeof(StateT));
     for (int r = tid; r < Dk; r += kThreads) {
       const char* const row = reinterpret_cast<const char*>(tile + static_cast<std::size_t>(r) * Dk);
