@@ -46,6 +46,7 @@ TEST(Exactness, WindowsSpanningSeveralChunks) {
   cs.ring_len = 64;
   run_cycle<float, float>(cs);
   cs.cfg = heads(1, 2, 64);
+  cs.pad = 2;  // record_stride 196: the fold's 16-byte record copies (3 above: one copy per value)
   run_cycle<gdn::bf16, float>(cs);
 }
 
@@ -62,6 +63,9 @@ TEST(Exactness, ManyWorkItemsPerTeam) {
   run_cycle<float, float>(cs);
   cs.lens.resize(40);
   cs.seed = 7;
+  run_cycle<gdn::bf16, float>(cs);
+  cs.pad = 2;  // record_stride 388: the fold stages records with 16-byte copies (389: one copy per value)
+  cs.seed = 8;
   run_cycle<gdn::bf16, float>(cs);
 }
 

@@ -13,9 +13,11 @@
 /// item on the host and for a float state on CUDA; for a bf16 state on CUDA
 /// persistent teams (as many as are resident) take items league_rank,
 /// + league_size, ..., and while a team applies one item's records the
-/// asynchronous copy of its next item's tile into scratch is in flight
-/// (`prefetch_state`). An item whose `n = num_accepted[b]` is 0 or above
-/// RING_LEN is skipped before anything of it is read. Team: `team_threads`
+/// asynchronous copies of its next item's tile and first chunk of records
+/// into scratch are in flight (`prefetch_state`; two record buffers used in
+/// turn), and the table entries (num_accepted, ring and state rows) of the
+/// item after that are being loaded. An item whose `n = num_accepted[b]` is
+/// 0 or above RING_LEN is skipped before anything of it is read. Team: `team_threads`
 /// threads; a work item covers `cols_per_item` consecutive columns of one
 /// row (item_offset). On CUDA a thread's items are consecutive rows of one
 /// column group and neighbouring threads take neighbouring column groups (a
@@ -24,19 +26,22 @@
 /// round-robin. Each thread keeps its items in registers for the whole fold:
 /// the state is read once and written once. Records are staged in scratch in
 /// chunks of `chunk_records` (the tile's slice of k, this head's u, the
-/// decay; all of a thread's copies in flight at once, `stage_async`), then
+/// decay; all of a thread's copies in flight at once, `stage_async`; k and
+/// u with 16-byte copies when the float ring allows), then
 /// each item applies them in order with the same two operations the forward
 /// uses (token_step.hpp: decay_state, delta_update). On CUDA the record loop
 /// is the outer one (a thread's items share their columns, so u is fetched
 /// once per record); on the host the item loop is.
 
 #include <gdn/bf16.hpp>
+#include <gdn/impl/fast_div.hpp>
 #include <gdn/impl/mapping.hpp>
 #include <gdn/impl/token_step.hpp>
 
 #include <Kokkos_Core.hpp>
 
 #include <cstdint>
+#include <type_traits>
 
 namespace gdn {
 namespace Impl {
@@ -72,7 +77,13 @@ struct FoldKernel {
   int m_batch = 0;
   int m_nv = 0;
   int m_group = 1;
+  FastDiv m_heads_div;  // division by nv * tiles_per_head() (item -> layer * B + b)
+  FastDiv m_batch_div;  // division by m_batch
+  FastDiv m_group_div;  // division by m_group
   int m_ring_len = 0;
+  /// float ring, 16-byte aligned, record_stride a multiple of 4: records are
+  /// staged with 16-byte copies (else one copy per value).
+  bool m_vec_records = false;
 
   int m_items = 0;  // L * B * nv * tiles_per_head()
 
@@ -80,41 +91,73 @@ struct FoldKernel {
   static constexpr int kStateBufFloats =
       Map::prefetch_state ? kTileRows * Dk * static_cast<int>(sizeof(StateT)) / 4 : 0;
   static_assert(!Map::prefetch_state || kVec * sizeof(StateT) == 16, "the state prefetch copies 16-byte items");
+  /// Floats of one record buffer: a chunk's keys (the tile's rows), u, decays.
+  static constexpr int kRecBufFloats = kChunk * (kTileRows + Dk) + ((kChunk + 3) / 4) * 4;
+  /// With the state prefetch, the next item's first chunk of records is staged too.
+  static constexpr bool kPrefetchRecords = Map::prefetch_state;
+  /// Record buffers: two when the next item's first chunk is staged while this one computes.
+  static constexpr int kRecBufs = kPrefetchRecords ? 2 : 1;
 
   // +4: room to align the scratch arrays to 16 bytes.
   KOKKOS_INLINE_FUNCTION static constexpr int scratch_floats() {
-    return kStateBufFloats + kChunk * (kTileRows + Dk + 1) + 4;
+    return kStateBufFloats + kRecBufs * kRecBufFloats + 4;
   }
   KOKKOS_INLINE_FUNCTION static constexpr int tiles_per_head() { return Dk / kTileRows; }
 
-  /// A work item (layer, sequence b, value head h, row tile), decoded.
+  /// A work item (layer, sequence b, value head h, row tile), decoded, with
+  /// the table entries its fold reads: n = num_accepted[b] records of ring
+  /// row `ring_row` into state pool row `state_row`; key head kh, group
+  /// position g. `index` -1: no item.
   struct Item {
-    int tile, h, b, layer;
-    KOKKOS_INLINE_FUNCTION Item(const FoldKernel& k, int item) {
-      // Unsigned: the indices are non-negative, and unsigned division is cheaper.
-      const unsigned per_b = unsigned(tiles_per_head()) * unsigned(k.m_nv);
-      const unsigned lb = unsigned(item) / per_b;
-      const unsigned rest = unsigned(item) - lb * per_b;
+    int index = -1;
+    int n = 0;
+    std::uint32_t ring_row = 0, state_row = 0;
+    int tile = 0, h = 0, kh = 0, g = 0;
+    KOKKOS_INLINE_FUNCTION Item() {}
+    KOKKOS_INLINE_FUNCTION Item(const FoldKernel& k, int item) : index(item) {
+      // Unsigned: the indices are non-negative; the run-time divisors through
+      // FastDiv, the tile count is a compile-time constant.
+      const unsigned lb = k.m_heads_div.div(unsigned(item));
+      const unsigned rest = unsigned(item) - lb * unsigned(tiles_per_head()) * unsigned(k.m_nv);
+      const unsigned layer = k.m_batch_div.div(lb);
+      const unsigned b = lb - layer * unsigned(k.m_batch);
+      n = static_cast<int>(k.m_num_accepted(b));
+      ring_row = k.m_ring_rows(layer, b);
+      state_row = k.m_state_rows(layer, b);
       tile = static_cast<int>(rest % unsigned(tiles_per_head()));
       h = static_cast<int>(rest / unsigned(tiles_per_head()));
-      layer = static_cast<int>(lb / unsigned(k.m_batch));
-      b = static_cast<int>(lb - unsigned(layer) * unsigned(k.m_batch));
+      kh = static_cast<int>(k.m_group_div.div(unsigned(h)));
+      g = h - kh * k.m_group;
+    }
+    /// Has records to apply: 0 < n <= RING_LEN (an item with index >= 0).
+    KOKKOS_INLINE_FUNCTION bool active(const FoldKernel& k) const {
+      return n != 0 && n <= k.m_ring_len;
     }
   };
 
-  /// The first item at or after `item` (stepping by `stride`) that has records to apply; -1 if none.
-  KOKKOS_INLINE_FUNCTION int next_active(int item, int stride) const {
-    const unsigned per_b = unsigned(tiles_per_head()) * unsigned(m_nv);
+  /// Item `item`, or none (index -1) past the last item.
+  KOKKOS_INLINE_FUNCTION Item item_at(int item) const { return item < m_items ? Item(*this, item) : Item(); }
+
+  /// A record buffer in team scratch (16-byte aligned arrays).
+  struct RecBuf {
+    float* k;  // [chunk, rows_per_team]: the tile's slice of each record's key
+    float* u;  // [chunk, Dv]
+    float* d;  // [chunk]
+    KOKKOS_INLINE_FUNCTION explicit RecBuf(float* p) : k(p), u(p + kChunk * kTileRows), d(u + kChunk * Dk) {}
+  };
+
+  /// The first item at or after `item` (stepping by `stride`) that has records to apply; none if none.
+  KOKKOS_INLINE_FUNCTION Item next_active(int item, int stride) const {
     for (; item < m_items; item += stride) {
-      const std::uint32_t n = m_num_accepted((unsigned(item) / per_b) % unsigned(m_batch));
-      if (n != 0u && n <= static_cast<std::uint32_t>(m_ring_len)) return item;
+      const Item it(*this, item);
+      if (it.active(*this)) return it;
     }
-    return -1;
+    return Item();
   }
 
   /// The state of item `it`'s head (its tile's rows start at tile * rows_per_team).
   KOKKOS_INLINE_FUNCTION StateT* state_head(const Item& it) const {
-    return m_state.data() + (static_cast<std::size_t>(m_state_rows(it.layer, it.b)) * m_nv + it.h) * Dk * Dk;
+    return m_state.data() + (static_cast<std::size_t>(it.state_row) * m_nv + it.h) * Dk * Dk;
   }
 
   /// Start this thread's asynchronous copies of its items of `it`'s tile into the state buffer.
@@ -127,39 +170,98 @@ struct FoldKernel {
     }
   }
 
-  /// Teams take items league_rank, + league_size, ... (one item per team
-  /// unless the mapping asks for persistent teams). With `prefetch_state`
-  /// the next item's tile is in flight into scratch while this one computes.
-  KOKKOS_INLINE_FUNCTION void operator()(const Member& team) const {
-    const int stride = team.league_size();
-    int item = next_active(team.league_rank(), stride);
-    if (item < 0) return;  // rows with nothing to apply are not ours to touch
-    ScratchView scratch(team.team_scratch(0), scratch_floats());
-    float* const base = align16(scratch.data());
-    StateT* const sbuf = reinterpret_cast<StateT*>(base);  // [kItems][team_threads] items (prefetch_state)
-    float* const sk = base + kStateBufFloats;               // [chunk, rows_per_team]
-    float* const su = sk + kChunk * kTileRows;              // [chunk, Dv]
-    float* const sd = su + kChunk * Dk;                     // [chunk]
-    const int tid = team.team_rank();
-    if constexpr (Map::prefetch_state) prefetch_tile(Item(*this, item), sbuf, tid);
-    while (item >= 0) {
-      const int next = next_active(item + stride, stride);
-      fold_item(team, Item(*this, item), next, sbuf, sk, su, sd, tid);
-      item = next;
+  /// Start this thread's share of the copies of `it`'s records p0 .. p0 + np
+  /// - 1 (the tile's keys, this head's u, its decay) into `rb`, all in
+  /// flight at once (stage_async). Unsigned indices: divisions by the
+  /// (power-of-two) widths are shifts.
+  KOKKOS_INLINE_FUNCTION void stage_records(const Item& it, int p0, int np, const RecBuf& rb, int tid) const {
+    const int row0 = it.tile * kTileRows;
+    const long rec_stride = static_cast<long>(m_ring.stride(2));
+    const RingT* const rec = &m_ring(it.ring_row, it.kh, p0, 0);  // record p at rec + p * rec_stride
+    const RingT* const u0 = rec + Dk + it.g * Dk;
+    if constexpr (std::is_same<RingT, float>::value) {
+      if (m_vec_records) {
+        constexpr unsigned kKW = kTileRows / 4;  // 16-byte words of the tile's keys
+        constexpr unsigned kUW = Dk / 4;         // 16-byte words of u
+        GDN_NO_UNROLL
+        for (unsigned e = tid; e < unsigned(np) * kKW; e += Map::team_threads) {
+          stage_async_bytes<16>(rb.k + 4 * e, rec + (e / kKW) * rec_stride + row0 + 4 * (e % kKW));
+        }
+        GDN_NO_UNROLL
+        for (unsigned e = tid; e < unsigned(np) * kUW; e += Map::team_threads) {
+          stage_async_bytes<16>(rb.u + 4 * e, u0 + (e / kUW) * rec_stride + 4 * (e % kUW));
+        }
+        stage_decays(it, np, rec, rec_stride, rb, tid);
+        return;
+      }
+    }
+    GDN_NO_UNROLL
+    for (unsigned e = tid; e < unsigned(np * kTileRows); e += Map::team_threads) {
+      stage_async(rb.k + e, rec + (e / kTileRows) * rec_stride + row0 + e % kTileRows);
+    }
+    GDN_NO_UNROLL
+    for (unsigned e = tid; e < unsigned(np * Dk); e += Map::team_threads) {
+      stage_async(rb.u + e, u0 + (e / Dk) * rec_stride + e % Dk);
+    }
+    stage_decays(it, np, rec, rec_stride, rb, tid);
+  }
+
+  /// stage_records' decays (one value per record).
+  KOKKOS_INLINE_FUNCTION void stage_decays(const Item& it, int np, const RingT* rec, long rec_stride,
+                                           const RecBuf& rb, int tid) const {
+    GDN_NO_UNROLL
+    for (int p = tid; p < np; p += Map::team_threads) {
+      stage_async(rb.d + p, rec + p * rec_stride + Dk + m_group * Dk + it.g);
     }
   }
 
-  /// Apply `item`'s accepted records to its tile (read once, written once);
-  /// with `prefetch_state`, start the copies of tile `next` (-1: none).
-  KOKKOS_INLINE_FUNCTION void fold_item(const Member& team, const Item& item, int next, StateT* sbuf, float* sk,
-                                        float* su, float* sd, int tid) const {
-    const int n = static_cast<int>(m_num_accepted(item.b));
-    const int kh = item.h / m_group;
-    const int g = item.h - kh * m_group;
+  /// Teams take items league_rank, + league_size, ... (one item per team
+  /// unless the mapping asks for persistent teams). With `prefetch_state`
+  /// the next item's tile and its first chunk of records are in flight into
+  /// scratch while this one computes (two record buffers, used in turn).
+  /// The table entries of the item after the next one are loaded while this
+  /// one computes, and only then looked at (their latency hidden).
+  KOKKOS_INLINE_FUNCTION void operator()(const Member& team) const {
+    const int stride = team.league_size();
+    Item it = next_active(team.league_rank(), stride);
+    if (it.index < 0) return;  // rows with nothing to apply are not ours to touch
+    ScratchView scratch(team.team_scratch(0), scratch_floats());
+    float* const base = align16(scratch.data());
+    StateT* const sbuf = reinterpret_cast<StateT*>(base);  // [kItems][team_threads] items (prefetch_state)
+    RecBuf cur(base + kStateBufFloats);
+    RecBuf other(base + kStateBufFloats + (kRecBufs - 1) * kRecBufFloats);
+    const int tid = team.team_rank();
+    if constexpr (Map::prefetch_state) {
+      prefetch_tile(it, sbuf, tid);
+      if constexpr (kPrefetchRecords) stage_records(it, 0, it.n < kChunk ? it.n : kChunk, cur, tid);
+    }
+    Item next = next_active(it.index + stride, stride);
+    while (true) {
+      Item after;  // the candidate after `next` (fold_item loads it)
+      fold_item(team, it, next, after, stride, sbuf, cur, other, tid);
+      if (next.index < 0) break;
+      it = next;
+      next = (after.index < 0 || after.active(*this)) ? after : next_active(after.index + stride, stride);
+      if constexpr (kRecBufs == 2) {
+        const RecBuf t = cur;
+        cur = other;
+        other = t;
+      }
+    }
+  }
+
+  /// Apply `item`'s accepted records to its tile (read once, written once)
+  /// from record buffer `cur`, and set `after` to item next + stride (none
+  /// if past the end or `next` is none). With `prefetch_state` the item's
+  /// tile and first chunk of records were started before (by the team's
+  /// previous item or operator()), and this one starts those of `next` (if
+  /// any) into the state buffer and `other`.
+  KOKKOS_INLINE_FUNCTION void fold_item(const Member& team, const Item& item, const Item& next, Item& after,
+                                        int stride, StateT* sbuf, const RecBuf& cur, const RecBuf& other,
+                                        int tid) const {
+    const int n = item.n;
     const int row0 = item.tile * kTileRows;
-    const std::uint32_t ring_row = m_ring_rows(item.layer, item.b);
     StateT* const head = state_head(item);
-    const long rec_stride = static_cast<long>(m_ring.stride(2));
     float s[kItems][kVec];
     if constexpr (!Map::prefetch_state) {
       GDN_UNROLL
@@ -167,21 +269,7 @@ struct FoldKernel {
     }
     for (int p0 = 0; p0 < n; p0 += kChunk) {
       const int np = (n - p0 < kChunk) ? (n - p0) : kChunk;
-      // All of a thread's copies in flight at once (stage_async, mapping.hpp).
-      // Unsigned indices: divisions by the (power-of-two) widths are shifts.
-      const RingT* const rec = &m_ring(ring_row, kh, p0, 0);  // record p at rec + p * rec_stride
-      GDN_NO_UNROLL
-      for (unsigned e = tid; e < unsigned(np * kTileRows); e += Map::team_threads) {
-        stage_async(sk + e, rec + (e / kTileRows) * rec_stride + row0 + e % kTileRows);
-      }
-      GDN_NO_UNROLL
-      for (unsigned e = tid; e < unsigned(np * Dk); e += Map::team_threads) {
-        stage_async(su + e, rec + (e / Dk) * rec_stride + Dk + g * Dk + e % Dk);
-      }
-      GDN_NO_UNROLL
-      for (int p = tid; p < np; p += Map::team_threads) {
-        stage_async(sd + p, rec + p * rec_stride + Dk + m_group * Dk + g);
-      }
+      if (!kPrefetchRecords || p0 > 0) stage_records(item, p0, np, cur, tid);
       stage_wait();  // this thread's copies (records, and the prefetched tile) have landed
       if constexpr (Map::prefetch_state) {
         if (p0 == 0) {
@@ -191,9 +279,16 @@ struct FoldKernel {
       }
       team.team_barrier();
       if constexpr (Map::prefetch_state) {
-        // The buffer's items were this thread's own and are in registers now.
-        if (p0 == 0 && next >= 0) prefetch_tile(Item(*this, next), sbuf, tid);
+        // The state buffer's items were this thread's own and are in
+        // registers now; `other` was last read before the previous item's
+        // final barrier.
+        if (p0 == 0 && next.index >= 0) {
+          prefetch_tile(next, sbuf, tid);
+          if constexpr (kPrefetchRecords) stage_records(next, 0, next.n < kChunk ? next.n : kChunk, other, tid);
+        }
       }
+      // Loaded here, looked at after the records are applied.
+      if (p0 == 0 && next.index >= 0) after = item_at(next.index + stride);
       if constexpr (kRecordsOuter) {
         // A thread's items share their columns and are consecutive rows:
         // one fetch of u, of the items' keys and of the decay per record,
@@ -201,11 +296,11 @@ struct FoldKernel {
         const int j = (tid % kItemsPerRow) * kVec;
         const int i0 = (tid / kItemsPerRow) * kItems;  // the thread's first row in the tile
         for (int p = 0; p < np; ++p) {
-          const float dec = sd[p];
+          const float dec = cur.d[p];
           float u[kVec];
-          load_scratch<kVec>(su + p * Dk + j, u);
+          load_scratch<kVec>(cur.u + p * Dk + j, u);
           float kval[kItems];
-          load_scratch<kItems>(sk + p * kTileRows + i0, kval);
+          load_scratch<kItems>(cur.k + p * kTileRows + i0, kval);
           GDN_UNROLL
           for (int it = 0; it < kItems; ++it) {
             GDN_UNROLL
@@ -218,10 +313,10 @@ struct FoldKernel {
           const int i = item_offset(tid, it, 0) / Dk;  // row in the tile
           const int j = item_offset(tid, it, 0) % Dk;
           for (int p = 0; p < np; ++p) {
-            const float kval = sk[p * kTileRows + i];
-            const float dec = sd[p];
+            const float kval = cur.k[p * kTileRows + i];
+            const float dec = cur.d[p];
             float u[kVec];
-            load_scratch<kVec>(su + p * Dk + j, u);
+            load_scratch<kVec>(cur.u + p * Dk + j, u);
             GDN_UNROLL GDN_SIMD
             for (int c = 0; c < kVec; ++c) s[it][c] = delta_update(kval, u[c], decay_state(s[it][c], dec));
           }

@@ -23,6 +23,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <type_traits>
 
 namespace gdn {
 namespace Impl {
@@ -229,7 +230,12 @@ struct RingLauncher {
       k.m_batch = static_cast<int>(batch);
       k.m_nv = cfg.num_value_heads;
       k.m_group = cfg.group_size();
+      k.m_heads_div = FastDiv(static_cast<std::uint32_t>(k.m_nv * Kernel::tiles_per_head()));
+      k.m_batch_div = FastDiv(static_cast<std::uint32_t>(batch > 0 ? batch : 1));  // B = 0: no items
+      k.m_group_div = FastDiv(static_cast<std::uint32_t>(k.m_group));
       k.m_ring_len = static_cast<int>(ring.extent(2));
+      k.m_vec_records = std::is_same<RingT, float>::value && ring.stride(2) % 4 == 0 &&
+                        reinterpret_cast<std::uintptr_t>(ring.data()) % 16 == 0;
       const long long items = static_cast<long long>(layers) * batch * cfg.num_value_heads * Kernel::tiles_per_head();
       k.m_items = static_cast<int>(items);  // <= INT_MAX (check_league)
       const long long lg = launch_teams(space, items, Kernel::Map::persistent_teams_per_sm,
