@@ -93,6 +93,9 @@ struct FoldKernel {
   static_assert(!Map::prefetch_state || kVec * sizeof(StateT) == 16, "the state prefetch copies 16-byte items");
   /// Floats of one record buffer: a chunk's keys (the tile's rows), u, decays.
   static constexpr int kRecBufFloats = kChunk * (kTileRows + Dk) + ((kChunk + 3) / 4) * 4;
+  /// Teams loop over items (league_rank, + league_size, ...); else one team per item.
+  static constexpr bool kPersistent = Map::persistent_teams_per_sm > 0;
+  static_assert(kPersistent || !Map::prefetch_state, "the state prefetch needs persistent teams");
   /// With the state prefetch, the next item's first chunk of records is staged too.
   static constexpr bool kPrefetchRecords = Map::prefetch_state;
   /// Record buffers: two when the next item's first chunk is staged while this one computes.
@@ -234,6 +237,11 @@ struct FoldKernel {
     if constexpr (Map::prefetch_state) {
       prefetch_tile(it, sbuf, tid);
       if constexpr (kPrefetchRecords) stage_records(it, 0, it.n < kChunk ? it.n : kChunk, cur, tid);
+    }
+    if constexpr (!kPersistent) {  // one team per item: nothing to look ahead to
+      Item unused;
+      fold_item(team, it, Item(), unused, stride, sbuf, cur, other, tid);
+      return;
     }
     Item next = next_active(it.index + stride, stride);
     while (true) {
