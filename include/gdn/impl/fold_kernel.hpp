@@ -68,6 +68,8 @@ struct FoldKernel {
   /// the items of a thread share their columns (GPU teams); the host keeps
   /// one item in registers across all records.
   static constexpr bool kRecordsOuter = Map::records_outer && Map::team_threads % kItemsPerRow == 0;
+  /// Items (of one thread) that apply the records together when the item loop is outer.
+  static constexpr int kApplyBlock = kItems % Map::apply_block == 0 ? Map::apply_block : 1;
 
   Kokkos::View<const std::uint32_t**, MemSpace> m_state_rows;       // [L, B]
   Kokkos::View<StateT****, Kokkos::LayoutRight, MemSpace> m_state;  // [slots, nv, Dk, Dv]
@@ -316,17 +318,24 @@ struct FoldKernel {
           }
         }
       } else {
-        GDN_UNROLL
-        for (int it = 0; it < kItems; ++it) {
-          const int i = item_offset(tid, it, 0) / Dk;  // row in the tile
-          const int j = item_offset(tid, it, 0) % Dk;
+        // Blocks of kApplyBlock items take each record in turn: that many
+        // independent update chains (one item alone is a chain of dependent
+        // multiply and FMA latencies). Each item still applies the records
+        // in order.
+        for (int i0 = 0; i0 < kItems; i0 += kApplyBlock) {
           for (int p = 0; p < np; ++p) {
-            const float kval = cur.k[p * kTileRows + i];
             const float dec = cur.d[p];
-            float u[kVec];
-            load_scratch<kVec>(cur.u + p * Dk + j, u);
-            GDN_UNROLL GDN_SIMD
-            for (int c = 0; c < kVec; ++c) s[it][c] = delta_update(kval, u[c], decay_state(s[it][c], dec));
+            GDN_UNROLL
+            for (int b = 0; b < kApplyBlock; ++b) {
+              const int it = i0 + b;
+              const int i = item_offset(tid, it, 0) / Dk;  // row in the tile
+              const int j = item_offset(tid, it, 0) % Dk;
+              const float kval = cur.k[p * kTileRows + i];
+              float u[kVec];
+              load_scratch<kVec>(cur.u + p * Dk + j, u);
+              GDN_UNROLL GDN_SIMD
+              for (int c = 0; c < kVec; ++c) s[it][c] = delta_update(kval, u[c], decay_state(s[it][c], dec));
+            }
           }
         }
       }
