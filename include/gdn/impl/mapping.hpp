@@ -128,9 +128,10 @@ struct FoldMapping {
   static constexpr int chunk_records = 16;  ///< records staged per team barrier
   static constexpr bool records_outer = false;  ///< item loop outside the record loop
   /// With the item loop outside: items that take each record together (so
-  /// many independent update chains). 2-core EPYC, same-run medians of 3,
-  /// fold L = 1 T = 8 D128 float B = 32: 7604 us one item at a time, 6291
-  /// with 8, 5692 with 16, 5729 with 32; T = 1 within 3 %.
+  /// many independent update chains). 2-core EPYC, medians of 3, fold
+  /// L = 1 T = 8 D128 float B = 32, pairs measured in one run: 1 -> 8 items
+  /// 7604 -> 6215 us, 8 -> 16 6291 -> 5847 us, 16 -> 32 5692 -> 5729 us;
+  /// T = 1 within 3 %.
   static constexpr int apply_block = 16;
   static constexpr int min_teams_per_sm = 1;
   static constexpr int persistent_teams_per_sm = 0;  ///< one team per work item (launch_teams)
