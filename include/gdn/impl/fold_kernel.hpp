@@ -31,7 +31,8 @@
 /// each item applies them in order with the same two operations the forward
 /// uses (token_step.hpp: decay_state, delta_update). On CUDA the record loop
 /// is the outer one (a thread's items share their columns, so u is fetched
-/// once per record); on the host the item loop is.
+/// once per record); on the host the item loop is, over blocks of
+/// `apply_block` items that take each record together.
 
 #include <gdn/bf16.hpp>
 #include <gdn/impl/fast_div.hpp>
