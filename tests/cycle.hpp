@@ -14,9 +14,9 @@ namespace gdn_test {
 
 struct CycleSpec {
   gdn::HeadConfig cfg;
-  std::vector<int> lens;        // window length of each row
-  int ring_len = 8;             // RING_LEN
-  int pad = 3;                  // record padding elements
+  std::vector<int> lens;  // window length of each row
+  int ring_len = 8;       // RING_LEN
+  int pad = 3;            // record padding elements
   Layout layout = Layout::Dense;
   std::uint64_t seed = 1;
 };
@@ -35,7 +35,7 @@ CycleResult run_cycle(const CycleSpec& cs) {
   std::vector<std::uint32_t> slots(B), rslots(B);
   for (int b = 0; b < B; ++b) {
     slots[b] = std::uint32_t((b * 5 + 2) % slots_total);  // distinct: 5 is coprime with B+3 unless...
-    rslots[b] = std::uint32_t(ring_total - 1 - b);         // reversed, never equal to the state table
+    rslots[b] = std::uint32_t(ring_total - 1 - b);        // reversed, never equal to the state table
   }
   // make the state rows distinct whatever B is
   {

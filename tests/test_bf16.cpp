@@ -130,11 +130,11 @@ TEST(Bf16, DeviceConversionMatchesHost) {
 // canonical NaN, mapping.hpp bf16x2_bits).
 TEST(Bf16, VectorStoreMatchesHost) {
   Kokkos::View<std::uint32_t*, Mem> d_in;
-  const auto in = random_bits(5,
-                              {0x3f808000u, 0x3f818000u, 0x7fc00001u, 0xff800001u, 0x7f7fffffu, 0x7f7f8000u,
-                               0x7f7f7fffu, 0x00008000u, 0x80018000u, 0x7f800000u, 0xff800000u, 0x00000000u,
-                               0x80000000u, 0x0001ffffu, 0x3f7fffffu, 0x7fbfffffu},
-                              d_in);
+  const auto in = random_bits(
+      5,
+      {0x3f808000u, 0x3f818000u, 0x7fc00001u, 0xff800001u, 0x7f7fffffu, 0x7f7f8000u, 0x7f7f7fffu, 0x00008000u,
+       0x80018000u, 0x7f800000u, 0xff800000u, 0x00000000u, 0x80000000u, 0x0001ffffu, 0x3f7fffffu, 0x7fbfffffu},
+      d_in);
   const int n = static_cast<int>(in.size());
   Kokkos::View<gdn::bf16*, Mem> d_out("out", n);
   narrow_on_device_vec(d_in, d_out);

@@ -177,8 +177,7 @@ TEST(Fold, SkipsZeroAndOverlongAcceptance) {
   space.fence();
   EXPECT_TRUE(same_bytes(bytes_of(S), bytes_of(S0)));
   // n == 1 does read: the NaN ring reaches the state (the test above can fail).
-  gdn::state_fold(space, cfg, to_device(1, 3, {0, 1, 2}), S, to_device(1, 3, {0, 1, 2}), ring,
-                  to_device({0u, 1u, 0u}));
+  gdn::state_fold(space, cfg, to_device(1, 3, {0, 1, 2}), S, to_device(1, 3, {0, 1, 2}), ring, to_device({0u, 1u, 0u}));
   space.fence();
   EXPECT_FALSE(same_bytes(bytes_of(S), bytes_of(S0)));
 }

@@ -14,8 +14,8 @@ namespace {
 std::vector<std::uint32_t> divisors() {
   std::vector<std::uint32_t> d;
   for (std::uint32_t v = 1; v <= 600; ++v) d.push_back(v);
-  for (std::uint32_t v : {1000u, 1023u, 1024u, 1025u, 4095u, 65535u, 65536u, 65537u, 999999u, 1u << 20,
-                          (1u << 20) + 1, 0x7ffffffeu, 0x7fffffffu}) {
+  for (std::uint32_t v : {1000u, 1023u, 1024u, 1025u, 4095u, 65535u, 65536u, 65537u, 999999u, 1u << 20, (1u << 20) + 1,
+                          0x7ffffffeu, 0x7fffffffu}) {
     d.push_back(v);
   }
   return d;
@@ -53,7 +53,8 @@ TEST(FastDiv, MatchesDivisionOnHost) {
 void divide_on_device(const gdn::Impl::FastDiv& f, const Kokkos::View<std::uint32_t*, Mem>& n,
                       const Kokkos::View<std::uint32_t*, Mem>& q) {
   Kokkos::parallel_for(
-      "fast_div_test", Kokkos::RangePolicy<ExecSpace>(0, n.extent(0)), KOKKOS_LAMBDA(const int i) { q(i) = f.div(n(i)); });
+      "fast_div_test", Kokkos::RangePolicy<ExecSpace>(0, n.extent(0)),
+      KOKKOS_LAMBDA(const int i) { q(i) = f.div(n(i)); });
 }
 
 TEST(FastDiv, MatchesDivisionOnTheExecutionSpace) {

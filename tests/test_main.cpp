@@ -6,9 +6,7 @@ int main(int argc, char** argv) {
   ::testing::InitGoogleTest(&argc, argv);
   Kokkos::initialize(argc, argv);
   int rc = 0;
-  {
-    rc = RUN_ALL_TESTS();
-  }
+  { rc = RUN_ALL_TESTS(); }
   Kokkos::finalize();
   return rc;
 }

@@ -83,21 +83,11 @@ TEST(Reference, ForwardFloatStateShortRows) {
   forward_vs_reference<float>(heads(2, 4, 128), {1, 17, 64, 0, 5}, 1);
   forward_vs_reference<float>(heads(2, 2, 64), {1, 17, 64, 0, 5}, 1);
 }
-TEST(Reference, ForwardBf16StateShortRows) {
-  forward_vs_reference<gdn::bf16>(heads(2, 4, 128), {1, 17, 64, 0, 5}, 1);
-}
-TEST(Reference, DriftFloatStateLongSequenceOneCall) {
-  forward_vs_reference<float>(heads(1, 2, 128), {2048}, 1);
-}
-TEST(Reference, DriftFloatStateDecodeCalls) {
-  forward_vs_reference<float>(heads(1, 2, 64), {512, 300}, 512);
-}
-TEST(Reference, DriftBf16StateDecodeCalls) {
-  forward_vs_reference<gdn::bf16>(heads(1, 2, 128), {512}, 512);
-}
-TEST(Reference, DriftBf16StateLongSequenceOneCall) {
-  forward_vs_reference<gdn::bf16>(heads(1, 4, 64), {2048}, 1);
-}
+TEST(Reference, ForwardBf16StateShortRows) { forward_vs_reference<gdn::bf16>(heads(2, 4, 128), {1, 17, 64, 0, 5}, 1); }
+TEST(Reference, DriftFloatStateLongSequenceOneCall) { forward_vs_reference<float>(heads(1, 2, 128), {2048}, 1); }
+TEST(Reference, DriftFloatStateDecodeCalls) { forward_vs_reference<float>(heads(1, 2, 64), {512, 300}, 512); }
+TEST(Reference, DriftBf16StateDecodeCalls) { forward_vs_reference<gdn::bf16>(heads(1, 2, 128), {512}, 512); }
+TEST(Reference, DriftBf16StateLongSequenceOneCall) { forward_vs_reference<gdn::bf16>(heads(1, 4, 64), {2048}, 1); }
 
 // The ring's delta factors against the reference's u.
 TEST(Reference, RecordedDeltaFactors) {

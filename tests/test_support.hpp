@@ -90,15 +90,19 @@ inline Problem prefix_problem(const Problem& p, const std::vector<std::uint32_t>
 enum class Layout { Dense, Padded, Transposed, Strided };
 inline const char* layout_name(Layout l) {
   switch (l) {
-    case Layout::Dense: return "dense";
-    case Layout::Padded: return "padded";
-    case Layout::Transposed: return "transposed";
-    default: return "strided";
+    case Layout::Dense:
+      return "dense";
+    case Layout::Padded:
+      return "padded";
+    case Layout::Transposed:
+      return "transposed";
+    default:
+      return "strided";
   }
 }
 
 struct Strided2D {
-  Kokkos::View<float*, Mem> buf;                         // backing storage
+  Kokkos::View<float*, Mem> buf;                          // backing storage
   Kokkos::View<float**, Kokkos::LayoutStride, Mem> view;  // [rows, cols]
   std::size_t rows = 0, cols = 0, s0 = 0, s1 = 0;
 };
@@ -109,10 +113,22 @@ inline Strided2D make_2d(std::size_t rows, std::size_t cols, Layout layout, cons
   a.rows = rows;
   a.cols = cols;
   switch (layout) {
-    case Layout::Dense: a.s0 = cols; a.s1 = 1; break;
-    case Layout::Padded: a.s0 = cols + 5; a.s1 = 1; break;
-    case Layout::Transposed: a.s0 = 1; a.s1 = rows > 0 ? rows : 1; break;
-    case Layout::Strided: a.s0 = 2 * cols + 3; a.s1 = 2; break;
+    case Layout::Dense:
+      a.s0 = cols;
+      a.s1 = 1;
+      break;
+    case Layout::Padded:
+      a.s0 = cols + 5;
+      a.s1 = 1;
+      break;
+    case Layout::Transposed:
+      a.s0 = 1;
+      a.s1 = rows > 0 ? rows : 1;
+      break;
+    case Layout::Strided:
+      a.s0 = 2 * cols + 3;
+      a.s1 = 2;
+      break;
   }
   const std::size_t n = (rows && cols) ? (rows - 1) * a.s0 + (cols - 1) * a.s1 + 1 : 1;
   a.buf = Kokkos::View<float*, Mem>(Kokkos::view_alloc("gdn_test::buf", Kokkos::WithoutInitializing), n);
@@ -124,8 +140,7 @@ inline Strided2D make_2d(std::size_t rows, std::size_t cols, Layout layout, cons
     for (std::size_t r = 0; r < rows; ++r)
       for (std::size_t c = 0; c < cols; ++c) h(r * a.s0 + c * a.s1) = dense[r * cols + c];
   Kokkos::deep_copy(a.buf, h);
-  a.view = Kokkos::View<float**, Kokkos::LayoutStride, Mem>(a.buf.data(),
-                                                           Kokkos::LayoutStride(rows, a.s0, cols, a.s1));
+  a.view = Kokkos::View<float**, Kokkos::LayoutStride, Mem>(a.buf.data(), Kokkos::LayoutStride(rows, a.s0, cols, a.s1));
   return a;
 }
 
@@ -184,9 +199,13 @@ inline Strided2D make_out(const Problem& p, Layout layout = Layout::Dense) {
 template <class T>
 inline T storage_from_float(float x);
 template <>
-inline float storage_from_float<float>(float x) { return x; }
+inline float storage_from_float<float>(float x) {
+  return x;
+}
 template <>
-inline gdn::bf16 storage_from_float<gdn::bf16>(float x) { return gdn::bf16(x); }
+inline gdn::bf16 storage_from_float<gdn::bf16>(float x) {
+  return gdn::bf16(x);
+}
 
 template <class T>
 Pool<T> make_state(int slots, const gdn::HeadConfig& cfg, std::uint64_t seed) {
@@ -203,13 +222,15 @@ Pool<T> make_state(int slots, const gdn::HeadConfig& cfg, std::uint64_t seed) {
 
 template <class T>
 Pool<T> make_ring(int rows, const gdn::HeadConfig& cfg, int ring_len, int stride) {
-  Pool<T> r(Kokkos::view_alloc("gdn_test::ring", Kokkos::WithoutInitializing), rows, cfg.num_key_heads,
-            ring_len, stride);
+  Pool<T> r(Kokkos::view_alloc("gdn_test::ring", Kokkos::WithoutInitializing), rows, cfg.num_key_heads, ring_len,
+            stride);
   auto h = Kokkos::create_mirror(r);
   unsigned char* p = reinterpret_cast<unsigned char*>(h.data());
   for (std::size_t i = 0; i < h.size(); ++i) {
-    if (sizeof(T) == 4) std::memcpy(p + 4 * i, &kPoisonF32, 4);
-    else std::memcpy(p + 2 * i, &kPoisonBf16, 2);
+    if (sizeof(T) == 4)
+      std::memcpy(p + 4 * i, &kPoisonF32, 4);
+    else
+      std::memcpy(p + 2 * i, &kPoisonBf16, 2);
   }
   Kokkos::deep_copy(r, h);
   return r;
@@ -217,8 +238,8 @@ Pool<T> make_ring(int rows, const gdn::HeadConfig& cfg, int ring_len, int stride
 
 template <class T>
 Pool<T> clone(const Pool<T>& a) {
-  Pool<T> b(Kokkos::view_alloc("gdn_test::clone", Kokkos::WithoutInitializing), a.extent(0), a.extent(1),
-            a.extent(2), a.extent(3));
+  Pool<T> b(Kokkos::view_alloc("gdn_test::clone", Kokkos::WithoutInitializing), a.extent(0), a.extent(1), a.extent(2),
+            a.extent(3));
   Kokkos::deep_copy(b, a);
   return b;
 }
@@ -253,16 +274,14 @@ std::vector<float> floats_of(const Pool<T>& v) {
 
 // Bitwise equality with the first difference reported.
 inline ::testing::AssertionResult same_bytes(const std::vector<unsigned char>& a, const std::vector<unsigned char>& b) {
-  if (a.size() != b.size())
-    return ::testing::AssertionFailure() << "sizes differ: " << a.size() << " vs " << b.size();
+  if (a.size() != b.size()) return ::testing::AssertionFailure() << "sizes differ: " << a.size() << " vs " << b.size();
   for (std::size_t i = 0; i < a.size(); ++i)
     if (a[i] != b[i]) return ::testing::AssertionFailure() << "first differing byte at " << i << " of " << a.size();
   return ::testing::AssertionSuccess();
 }
 
 inline ::testing::AssertionResult same_bits(const std::vector<float>& a, const std::vector<float>& b) {
-  if (a.size() != b.size())
-    return ::testing::AssertionFailure() << "sizes differ: " << a.size() << " vs " << b.size();
+  if (a.size() != b.size()) return ::testing::AssertionFailure() << "sizes differ: " << a.size() << " vs " << b.size();
   for (std::size_t i = 0; i < a.size(); ++i)
     if (std::memcmp(&a[i], &b[i], 4) != 0)
       return ::testing::AssertionFailure() << "element " << i << " differs: " << a[i] << " vs " << b[i];

@@ -23,14 +23,21 @@ TEST(Sweep, RandomizedCycles) {
     cs.seed = rng();
     const int dtype = pick(0, 3);
     SCOPED_TRACE("case " + std::to_string(c) + ": nk=" + std::to_string(nk) + " G=" + std::to_string(G) +
-                 " D=" + std::to_string(d) + " B=" + std::to_string(B) + " RING_LEN=" +
-                 std::to_string(cs.ring_len) + " layout=" + layout_name(cs.layout) +
-                 " dtype=" + std::to_string(dtype));
+                 " D=" + std::to_string(d) + " B=" + std::to_string(B) + " RING_LEN=" + std::to_string(cs.ring_len) +
+                 " layout=" + layout_name(cs.layout) + " dtype=" + std::to_string(dtype));
     switch (dtype) {
-      case 0: run_cycle<float, float>(cs); break;
-      case 1: run_cycle<gdn::bf16, float>(cs); break;
-      case 2: run_cycle<float, gdn::bf16>(cs); break;
-      default: run_cycle<gdn::bf16, gdn::bf16>(cs); break;
+      case 0:
+        run_cycle<float, float>(cs);
+        break;
+      case 1:
+        run_cycle<gdn::bf16, float>(cs);
+        break;
+      case 2:
+        run_cycle<float, gdn::bf16>(cs);
+        break;
+      default:
+        run_cycle<gdn::bf16, gdn::bf16>(cs);
+        break;
     }
     if (HasFailure()) break;  // the trace above names the first failing case
   }

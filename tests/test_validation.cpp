@@ -50,6 +50,8 @@ const char* kFwd = "gdn::recurrence_fwd";
 const char* kVer = "gdn::recurrence_verify_ring";
 const char* kFold = "gdn::state_fold";
 
+// One case per line (a table; clang-format would break the lambdas up).
+// clang-format off
 std::vector<Case> cases() {
   std::vector<Case> v;
   // ---- head geometry (all three entry points share the checks) ----
@@ -174,6 +176,7 @@ std::vector<Case> cases() {
   }});
   return v;
 }
+// clang-format on
 
 class Rejects : public ::testing::TestWithParam<Case> {};
 
@@ -226,8 +229,8 @@ TEST(Checking, ValidCallsPassWithAndWithoutChecking) {
 TEST(Checking, RecordingRowsMayShareAStateRow) {
   CallSetup s;
   gdn::set_index_checking(true);
-  EXPECT_NO_THROW(gdn::recurrence_verify_ring(s.space, s.cfg, s.d.in, to_device({1, 1, 1}), s.state, s.out.view,
-                                              s.rslots, s.ring));
+  EXPECT_NO_THROW(
+      gdn::recurrence_verify_ring(s.space, s.cfg, s.d.in, to_device({1, 1, 1}), s.state, s.out.view, s.rslots, s.ring));
   gdn::set_index_checking(false);
   s.space.fence();
 }

@@ -62,15 +62,15 @@ void recurrence_verify_ring(const ExecSpace& space, const HeadConfig& cfg,
   static_assert(SP::layout_ok, "gdn::recurrence_verify_ring: state must be LayoutRight (a dense pool)");
   static_assert(SP::space_ok, "gdn::recurrence_verify_ring: state must live in ExecSpace::memory_space");
   static_assert(Kokkos::is_view<OutView>::value, "gdn::recurrence_verify_ring: out must be a Kokkos::View");
-  static_assert(unsigned(OutView::rank) == 2,
-                "gdn::recurrence_verify_ring: out must have rank 2 [tokens, value_dim]");
+  static_assert(unsigned(OutView::rank) == 2, "gdn::recurrence_verify_ring: out must have rank 2 [tokens, value_dim]");
   static_assert(std::is_same<typename OutView::value_type, float>::value,
                 "gdn::recurrence_verify_ring: out value type must be (non-const) float");
   static_assert(std::is_same<typename OutView::memory_space, M>::value,
                 "gdn::recurrence_verify_ring: out must live in ExecSpace::memory_space");
   static_assert(Kokkos::is_view<RingView>::value, "gdn::recurrence_verify_ring: ring must be a Kokkos::View");
   using RP = Impl::PoolViewTraits<ExecSpace, RingView>;
-  static_assert(RP::rank_ok, "gdn::recurrence_verify_ring: ring must have rank 4 [ring_rows, nk, RING_LEN, record_stride]");
+  static_assert(RP::rank_ok,
+                "gdn::recurrence_verify_ring: ring must have rank 4 [ring_rows, nk, RING_LEN, record_stride]");
   static_assert(RP::type_ok, "gdn::recurrence_verify_ring: ring value type must be float or gdn::bf16");
   static_assert(!std::is_const<typename RingView::value_type>::value,
                 "gdn::recurrence_verify_ring: ring is written and must not be const");
@@ -80,8 +80,8 @@ void recurrence_verify_ring(const ExecSpace& space, const HeadConfig& cfg,
   using StateT = typename SP::value_type;
   using RingT = typename RP::value_type;
   Impl::RingLauncher<ExecSpace, StateT, RingT>::verify(space, cfg, inputs, state_slots,
-                                                      Impl::PoolView<StateT, M>(state), Impl::OutView<M>(out),
-                                                      ring_slots, Impl::PoolView<RingT, M>(ring));
+                                                       Impl::PoolView<StateT, M>(state), Impl::OutView<M>(out),
+                                                       ring_slots, Impl::PoolView<RingT, M>(ring));
 }
 
 }  // namespace gdn

@@ -4,8 +4,8 @@
 
 namespace gdn_ref {
 
-void forward(const Geometry& g, const Tokens& in, int t0, int t1, std::vector<double>& state,
-             std::vector<double>& out, std::vector<RefStep>* deltas) {
+void forward(const Geometry& g, const Tokens& in, int t0, int t1, std::vector<double>& state, std::vector<double>& out,
+             std::vector<RefStep>* deltas) {
   const int C = g.conv_dim();
   for (int t = t0; t < t1; ++t) {
     for (int h = 0; h < g.nv; ++h) {
@@ -48,8 +48,8 @@ void forward(const Geometry& g, const Tokens& in, int t0, int t1, std::vector<do
 double round_to_bf16(double x) {
   if (x == 0 || !std::isfinite(x)) return x;
   int e;
-  const double m = std::frexp(x, &e);                // x = m * 2^e, 0.5 <= |m| < 1
-  const double scaled = std::nearbyint(m * 256.0);   // 8 significant bits, ties to even
+  const double m = std::frexp(x, &e);               // x = m * 2^e, 0.5 <= |m| < 1
+  const double scaled = std::nearbyint(m * 256.0);  // 8 significant bits, ties to even
   return std::ldexp(scaled / 256.0, e);
 }
 

@@ -13,10 +13,10 @@
 
 #include <Kokkos_Core.hpp>
 
-#define GDN_ETI_SPACE(PREFIX, SPACE)                                     \
-  PREFIX template struct ::gdn::Impl::FwdLauncher<SPACE, float>;         \
-  PREFIX template struct ::gdn::Impl::FwdLauncher<SPACE, ::gdn::bf16>;   \
-  PREFIX template struct ::gdn::Impl::RingLauncher<SPACE, float, float>; \
+#define GDN_ETI_SPACE(PREFIX, SPACE)                                           \
+  PREFIX template struct ::gdn::Impl::FwdLauncher<SPACE, float>;               \
+  PREFIX template struct ::gdn::Impl::FwdLauncher<SPACE, ::gdn::bf16>;         \
+  PREFIX template struct ::gdn::Impl::RingLauncher<SPACE, float, float>;       \
   PREFIX template struct ::gdn::Impl::RingLauncher<SPACE, float, ::gdn::bf16>; \
   PREFIX template struct ::gdn::Impl::RingLauncher<SPACE, ::gdn::bf16, float>; \
   PREFIX template struct ::gdn::Impl::RingLauncher<SPACE, ::gdn::bf16, ::gdn::bf16>;

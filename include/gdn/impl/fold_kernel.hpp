@@ -54,8 +54,7 @@ struct FoldKernel {
   using Policy = Kokkos::TeamPolicy<ExecSpace, typename Map::schedule,
                                     Kokkos::LaunchBounds<Map::team_threads, Map::min_teams_per_sm>>;
   using Member = typename Policy::member_type;
-  using ScratchView =
-      Kokkos::View<float*, typename ExecSpace::scratch_memory_space, Kokkos::MemoryUnmanaged>;
+  using ScratchView = Kokkos::View<float*, typename ExecSpace::scratch_memory_space, Kokkos::MemoryUnmanaged>;
 
   static constexpr int kVec = Map::cols_per_item;
   static constexpr int kTileRows = Map::rows_per_team;
@@ -72,11 +71,11 @@ struct FoldKernel {
   /// Items (of one thread) that apply the records together when the item loop is outer.
   static constexpr int kApplyBlock = kItems % Map::apply_block == 0 ? Map::apply_block : 1;
 
-  Kokkos::View<const std::uint32_t**, MemSpace> m_state_rows;       // [L, B]
-  Kokkos::View<StateT****, Kokkos::LayoutRight, MemSpace> m_state;  // [slots, nv, Dk, Dv]
-  Kokkos::View<const std::uint32_t**, MemSpace> m_ring_rows;        // [L, B]
+  Kokkos::View<const std::uint32_t**, MemSpace> m_state_rows;           // [L, B]
+  Kokkos::View<StateT****, Kokkos::LayoutRight, MemSpace> m_state;      // [slots, nv, Dk, Dv]
+  Kokkos::View<const std::uint32_t**, MemSpace> m_ring_rows;            // [L, B]
   Kokkos::View<const RingT****, Kokkos::LayoutRight, MemSpace> m_ring;  // [ring_rows, nk, RING_LEN, record_stride]
-  Kokkos::View<const std::uint32_t*, MemSpace> m_num_accepted;      // [B]
+  Kokkos::View<const std::uint32_t*, MemSpace> m_num_accepted;          // [B]
   int m_batch = 0;
   int m_nv = 0;
   int m_group = 1;
@@ -136,9 +135,7 @@ struct FoldKernel {
       g = h - kh * k.m_group;
     }
     /// Has records to apply: 0 < n <= RING_LEN (an item with index >= 0).
-    KOKKOS_INLINE_FUNCTION bool active(const FoldKernel& k) const {
-      return n != 0 && n <= k.m_ring_len;
-    }
+    KOKKOS_INLINE_FUNCTION bool active(const FoldKernel& k) const { return n != 0 && n <= k.m_ring_len; }
   };
 
   /// Item `item`, or none (index -1) past the last item.
@@ -213,8 +210,8 @@ struct FoldKernel {
   }
 
   /// stage_records' decays (one value per record).
-  KOKKOS_INLINE_FUNCTION void stage_decays(const Item& it, int np, const RingT* rec, long rec_stride,
-                                           const RecBuf& rb, int tid) const {
+  KOKKOS_INLINE_FUNCTION void stage_decays(const Item& it, int np, const RingT* rec, long rec_stride, const RecBuf& rb,
+                                           int tid) const {
     GDN_NO_UNROLL
     for (int p = tid; p < np; p += Map::team_threads) {
       stage_async(rb.d + p, rec + p * rec_stride + Dk + m_group * Dk + it.g);
@@ -267,9 +264,8 @@ struct FoldKernel {
   /// tile and first chunk of records were started before (by the team's
   /// previous item or operator()), and this one starts those of `next` (if
   /// any) into the state buffer and `other`.
-  KOKKOS_INLINE_FUNCTION void fold_item(const Member& team, const Item& item, const Item& next, Item& after,
-                                        int stride, StateT* sbuf, const RecBuf& cur, const RecBuf& other,
-                                        int tid) const {
+  KOKKOS_INLINE_FUNCTION void fold_item(const Member& team, const Item& item, const Item& next, Item& after, int stride,
+                                        StateT* sbuf, const RecBuf& cur, const RecBuf& other, int tid) const {
     const int n = item.n;
     const int row0 = item.tile * kTileRows;
     StateT* const head = state_head(item);
@@ -334,8 +330,8 @@ struct FoldKernel {
               const float kval = cur.k[p * kTileRows + i];
               float u[kVec];
               load_scratch<kVec>(cur.u + p * Dk + j, u);
-              GDN_UNROLL GDN_SIMD
-              for (int c = 0; c < kVec; ++c) s[it][c] = delta_update(kval, u[c], decay_state(s[it][c], dec));
+              GDN_UNROLL GDN_SIMD for (int c = 0; c < kVec; ++c) s[it][c] =
+                  delta_update(kval, u[c], decay_state(s[it][c], dec));
             }
           }
         }

@@ -118,8 +118,8 @@ void launch_recurrence(const char* label, const ExecSpace& space, const HeadConf
     k.m_ring_len = Verify ? static_cast<int>(ring.extent(2)) : 0;
     k.m_key_dim = cfg.key_dim();
     k.m_q_scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(Dk)));
-    k.m_vec_inputs = in.qkv.stride(1) == 1 && in.qkv.stride(0) % 4 == 0 &&
-                     reinterpret_cast<std::uintptr_t>(in.qkv.data()) % 16 == 0;
+    k.m_vec_inputs =
+        in.qkv.stride(1) == 1 && in.qkv.stride(0) % 4 == 0 && reinterpret_cast<std::uintptr_t>(in.qkv.data()) % 16 == 0;
     const long long items = recurrence_league<ExecSpace, StateT>(cfg, slots.extent(0));  // <= INT_MAX (checked)
     k.m_items = static_cast<int>(items);
     const long long league = launch_teams(space, items, Kernel::Map::persistent_teams_per_sm,
@@ -147,12 +147,11 @@ struct FwdLauncher {
     check_out(c, cfg, out, tokens);
     check_league(c, "state_slots", recurrence_league<ExecSpace, StateT>(cfg, batch));
     if (index_checking_enabled()) {
-      check_recurrence_indices<ExecSpace, M>(c, space, in.row_offsets, tokens, state_slots, state.extent(0),
-                                             nullptr, 0, 0);
+      check_recurrence_indices<ExecSpace, M>(c, space, in.row_offsets, tokens, state_slots, state.extent(0), nullptr, 0,
+                                             0);
     }
-    launch_recurrence<ExecSpace, StateT, float, false>("gdn::recurrence_fwd::kernel", space, cfg, in,
-                                                       state_slots, state, out, IndexView<M>(),
-                                                       PoolView<float, M>());
+    launch_recurrence<ExecSpace, StateT, float, false>("gdn::recurrence_fwd::kernel", space, cfg, in, state_slots,
+                                                       state, out, IndexView<M>(), PoolView<float, M>());
   }
 };
 
@@ -192,8 +191,7 @@ struct RingLauncher {
     const std::size_t layers = state_rows.extent(0);
     const std::size_t batch = num_accepted.extent(0);
     c.require(state_rows.extent(1) == batch, "state_rows",
-              "shape [L, B] with B = num_accepted.extent(0) = " + to_str(batch),
-              "shape " + extents_str(state_rows));
+              "shape [L, B] with B = num_accepted.extent(0) = " + to_str(batch), "shape " + extents_str(state_rows));
     c.require(ring_rows.extent(0) == layers && ring_rows.extent(1) == batch, "ring_rows",
               "shape [L, B] = [" + to_str(layers) + ", " + to_str(batch) + "] (the shape of state_rows)",
               "shape " + extents_str(ring_rows));

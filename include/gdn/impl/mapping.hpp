@@ -93,24 +93,24 @@ namespace Impl {
 /// the compiler vectorises.
 template <class ExecSpace, class StateT = float>
 struct RecurrenceMapping {
-  static constexpr int row_lanes = 1;          ///< lanes splitting one column's rows
+  static constexpr int row_lanes = 1;                           ///< lanes splitting one column's rows
   static constexpr int cols_per_lane = GDN_HOST_COLS_PER_LANE;  ///< columns one lane owns
-  static constexpr int team_threads = 1;       ///< lane groups per team
-  static constexpr int vector_length = 1;      ///< Kokkos vector length (threads of one vector)
-  static constexpr int lane_stride = 1;        ///< distance between the lanes of one group in a vector
-  static constexpr int team_size = 1;          ///< Kokkos team size (vectors per team)
-  static constexpr int row_accumulators = GDN_HOST_ROW_ACC;  ///< independent partial sums per column (ILP)
-  static constexpr int col_block = GDN_HOST_COL_BLOCK;  ///< columns summed together (one 512-bit vector)
-  static constexpr int norm_accumulators = 16; ///< partial sums for the q/k norms
-  static constexpr int chunk_tokens = 16;      ///< tokens staged per team barrier
-  static constexpr int min_teams_per_sm = 1;   ///< launch bound (GPU only)
+  static constexpr int team_threads = 1;                        ///< lane groups per team
+  static constexpr int vector_length = 1;                       ///< Kokkos vector length (threads of one vector)
+  static constexpr int lane_stride = 1;                         ///< distance between the lanes of one group in a vector
+  static constexpr int team_size = 1;                           ///< Kokkos team size (vectors per team)
+  static constexpr int row_accumulators = GDN_HOST_ROW_ACC;     ///< independent partial sums per column (ILP)
+  static constexpr int col_block = GDN_HOST_COL_BLOCK;          ///< columns summed together (one 512-bit vector)
+  static constexpr int norm_accumulators = 16;                  ///< partial sums for the q/k norms
+  static constexpr int chunk_tokens = 16;                       ///< tokens staged per team barrier
+  static constexpr int min_teams_per_sm = 1;                    ///< launch bound (GPU only)
   /// Persistent teams per thread (launch_teams; 0: one team per work item,
   /// scheduled dynamically, which measured faster: a thread then reads
   /// neighbouring tiles of the state).
   static constexpr int persistent_teams_per_sm = GDN_HOST_PERSISTENT;
-  static constexpr bool warp_norms = false;    ///< lane groups: norms per warp, not per team (forward)
+  static constexpr bool warp_norms = false;         ///< lane groups: norms per warp, not per team (forward)
   static constexpr bool warp_norms_verify = false;  ///< the same for verify
-  static constexpr bool prefetch_state = false;  ///< copy the next item's state into scratch during this one
+  static constexpr bool prefetch_state = false;     ///< copy the next item's state into scratch during this one
   /// Prefetch the next item's state into the cache (prefetch_line) during the
   /// last stage of the current one, spread over its sweeps (token_steps_fused).
   static constexpr bool prefetch_hint = GDN_HOST_PREFETCH != 0;
@@ -125,8 +125,8 @@ struct FoldMapping {
   static constexpr int cols_per_item = GDN_HOST_FOLD_COLS;  ///< consecutive state columns per work item
   static constexpr int team_threads = 1;
   static constexpr int rows_per_team = GDN_HOST_FOLD_ROWS;  ///< state rows covered by one team
-  static constexpr int chunk_records = 16;  ///< records staged per team barrier
-  static constexpr bool records_outer = false;  ///< item loop outside the record loop
+  static constexpr int chunk_records = 16;                  ///< records staged per team barrier
+  static constexpr bool records_outer = false;              ///< item loop outside the record loop
   /// With the item loop outside: items that take each record together (so
   /// many independent update chains). 2-core EPYC, medians of 3, fold
   /// L = 1 T = 8 D128 float B = 32, pairs measured in one run: 1 -> 8 items
@@ -135,7 +135,7 @@ struct FoldMapping {
   static constexpr int apply_block = 16;
   static constexpr int min_teams_per_sm = 1;
   static constexpr int persistent_teams_per_sm = 0;  ///< one team per work item (launch_teams)
-  static constexpr bool prefetch_state = false;  ///< copy the next item's state tile into scratch during this one
+  static constexpr bool prefetch_state = false;      ///< copy the next item's state tile into scratch during this one
   using schedule = Kokkos::Schedule<Kokkos::Dynamic>;
 };
 
@@ -247,8 +247,8 @@ struct RecurrenceMapping<Kokkos::Cuda, StateT> {
   using schedule = Kokkos::Schedule<Kokkos::Static>;
   static_assert(row_lanes >= 1 && row_lanes <= 32 && (row_lanes & (row_lanes - 1)) == 0,
                 "GDN_CUDA_ROW_LANES must be a power of two <= 32");
-  static_assert(vector_length <= 32 && (vector_length & (vector_length - 1)) == 0 &&
-                    vector_length % row_lanes == 0 && (team_threads * row_lanes) % vector_length == 0,
+  static_assert(vector_length <= 32 && (vector_length & (vector_length - 1)) == 0 && vector_length % row_lanes == 0 &&
+                    (team_threads * row_lanes) % vector_length == 0,
                 "GDN_CUDA_VECTOR must be a power of two <= 32, a multiple of the row lanes, dividing the team");
   static_assert(row_lanes == 1 || (row_lanes >= cols_per_lane && (cols_per_lane & (cols_per_lane - 1)) == 0),
                 "GDN_CUDA_COLS_PER_LANE must be a power of two <= GDN_CUDA_ROW_LANES (reduce-scatter sums)");
@@ -295,8 +295,7 @@ long long launch_teams(const ExecSpace& space, long long items, int teams_per_th
 }
 
 #if defined(KOKKOS_ENABLE_CUDA)
-inline long long launch_teams(const Kokkos::Cuda& space, long long items, int teams_per_sm,
-                              long long shmem_bytes) {
+inline long long launch_teams(const Kokkos::Cuda& space, long long items, int teams_per_sm, long long shmem_bytes) {
   if (teams_per_sm <= 0) return items;
   const cudaDeviceProp& prop = space.cuda_device_prop();
   // The driver reserves reservedSharedMemPerBlock per block.
@@ -563,16 +562,13 @@ KOKKOS_FORCEINLINE_FUNCTION void store_vec(bf16* p, const float (&s)[N]) {
 KOKKOS_FORCEINLINE_FUNCTION void stage_async(float* scratch_dst, const float* src) {
 #if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ >= 800)
   const unsigned dst = static_cast<unsigned>(__cvta_generic_to_shared(scratch_dst));
-  asm volatile("cp.async.ca.shared.global [%0], [%1], 4;\n" ::"r"(dst), "l"(__cvta_generic_to_global(src))
-               : "memory");
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4;\n" ::"r"(dst), "l"(__cvta_generic_to_global(src)) : "memory");
 #else
   *scratch_dst = *src;
 #endif
 }
 
-KOKKOS_FORCEINLINE_FUNCTION void stage_async(float* scratch_dst, const bf16* src) {
-  *scratch_dst = to_float(*src);
-}
+KOKKOS_FORCEINLINE_FUNCTION void stage_async(float* scratch_dst, const bf16* src) { *scratch_dst = to_float(*src); }
 
 /// Bytes of one GPU L2 cache line (prefetch_l2 granularity).
 constexpr int kL2LineBytes = 128;

@@ -79,11 +79,9 @@ struct RecurrenceKernel {
   using Map = RecurrenceMapping<ExecSpace, StateT>;
   using MemSpace = typename ExecSpace::memory_space;
   using Policy = Kokkos::TeamPolicy<ExecSpace, typename Map::schedule,
-                                    Kokkos::LaunchBounds<Map::team_threads * Map::row_lanes,
-                                                         Map::min_teams_per_sm>>;
+                                    Kokkos::LaunchBounds<Map::team_threads * Map::row_lanes, Map::min_teams_per_sm>>;
   using Member = typename Policy::member_type;
-  using ScratchView =
-      Kokkos::View<float*, typename ExecSpace::scratch_memory_space, Kokkos::MemoryUnmanaged>;
+  using ScratchView = Kokkos::View<float*, typename ExecSpace::scratch_memory_space, Kokkos::MemoryUnmanaged>;
 
   static constexpr int kLanes = Map::row_lanes;
   static constexpr int kRows = Dk / kLanes;  // rows per lane
@@ -92,9 +90,9 @@ struct RecurrenceKernel {
   static constexpr int kAcc = Map::row_accumulators;
   static constexpr int kNormAcc = Map::norm_accumulators;
   static constexpr int kChunk = Map::chunk_tokens;
-  static constexpr int kScalars = 4;  // decay, beta, qf, kinv
+  static constexpr int kScalars = 4;                                   // decay, beta, qf, kinv
   static constexpr int kThreads = Map::team_threads * Map::row_lanes;  // threads per team
-  static constexpr int kStride = Map::lane_stride;  // distance between a group's lanes in a vector
+  static constexpr int kStride = Map::lane_stride;                     // distance between a group's lanes in a vector
   /// Lane groups (GPU): the fused token loop with reduce-scatter sums (compute_stage).
   static constexpr bool kLaneFused = kLanes > 1;
   static_assert(kThreads == Map::team_size * Map::vector_length, "team shape: vectors x vector length");
@@ -112,7 +110,7 @@ struct RecurrenceKernel {
   Kokkos::View<StateT****, Kokkos::LayoutRight, MemSpace> m_state;      // [slots, nv, Dk, Dv]
   Kokkos::View<float**, Kokkos::LayoutStride, MemSpace> m_out;          // [tokens, value_dim]
   Kokkos::View<const std::uint32_t*, MemSpace> m_ring_slots;            // [B] (verify only)
-  Kokkos::View<RingT****, Kokkos::LayoutRight, MemSpace> m_ring;  // [ring_rows, nk, RING_LEN, record_stride]
+  Kokkos::View<RingT****, Kokkos::LayoutRight, MemSpace> m_ring;        // [ring_rows, nk, RING_LEN, record_stride]
   int m_nv = 0;
   int m_group = 1;
   FastDiv m_nv_div;     // division by m_nv (item decoding)
@@ -178,8 +176,7 @@ struct RecurrenceKernel {
     std::uint32_t t_begin;
     std::uint32_t slot;      // state pool row
     std::uint32_t ring_row;  // ring pool row (verify; 0 for the forward)
-    KOKKOS_INLINE_FUNCTION Item(const RecurrenceKernel& k, int item)
-        : Item(k, item, k.sequence_of(item)) {}
+    KOKKOS_INLINE_FUNCTION Item(const RecurrenceKernel& k, int item) : Item(k, item, k.sequence_of(item)) {}
 
    private:
     // Unsigned arithmetic (the indices are non-negative; the tile count is a
@@ -233,8 +230,8 @@ struct RecurrenceKernel {
   /// Start this thread's copies of a stage's inputs (and, at the start of an
   /// item when the mapping prefetches, of its state fragment) into scratch.
   /// Every input value is read from global memory once per team.
-  KOKKOS_INLINE_FUNCTION void issue_stage(const Stage& st, const Item& it, const ChunkBuf& buf, StateT* sbuf,
-                                          int lane, int cg, int tid) const {
+  KOKKOS_INLINE_FUNCTION void issue_stage(const Stage& st, const Item& it, const ChunkBuf& buf, StateT* sbuf, int lane,
+                                          int cg, int tid) const {
     const int nt = (it.len - st.c0 < kChunk) ? (it.len - st.c0) : kChunk;
     const std::uint32_t tok0 = it.t_begin + static_cast<std::uint32_t>(st.c0);
     const long q_base = static_cast<long>(it.kh) * Dk;
@@ -276,8 +273,8 @@ struct RecurrenceKernel {
   /// thread per key/query channel (all tokens of the chunk) and one per v
   /// column. The scalars go to the first threads.
   KOKKOS_INLINE_FUNCTION void issue_inputs_threads(int nt, std::uint32_t tok0, const float* x0, long q_base,
-                                                   long k_base, long v_base, long x_tok, long x_chan,
-                                                   const Item& it, const ChunkBuf& buf, int tid) const {
+                                                   long k_base, long v_base, long x_tok, long x_chan, const Item& it,
+                                                   const ChunkBuf& buf, int tid) const {
     constexpr int kWords = Dk / 4;  // 16-byte words of a k or q row
     static_assert(kThreads % kWords == 0, "a team copies whole 16-byte rows of k and q");
     constexpr int kVWords = kTeamCols / 4;  // 16-byte words of the tile's v row
@@ -357,7 +354,7 @@ struct RecurrenceKernel {
     ScratchView scratch(team.team_scratch(0), scratch_floats());
     float* const base = align16(scratch.data());
     StateT* const sbuf = reinterpret_cast<StateT*>(base);
-    float* const chunks = base + kStateBufFloats;  // two chunk buffers
+    float* const chunks = base + kStateBufFloats;    // two chunk buffers
     float* const norms = chunks + 2 * kChunkFloats;  // per-vector norm slots (kWarpNorms)
     // Row lane, lane group and thread index (consecutive threads stage consecutive values).
     const int lane = vector_index() / kStride;
@@ -426,17 +423,16 @@ struct RecurrenceKernel {
   /// (Kokkos's host backends hand a thread consecutive league ranks; a wrong
   /// guess only costs bandwidth). Returns its state fragment, or nullptr
   /// when there is none or it is an empty row.
-  KOKKOS_INLINE_FUNCTION const StateT* next_item_hint(const Stage& cur, const Stage& nxt, const Item& nit,
-                                                      int lane, int cg) const {
+  KOKKOS_INLINE_FUNCTION const StateT* next_item_hint(const Stage& cur, const Stage& nxt, const Item& nit, int lane,
+                                                      int cg) const {
     if (nxt.item == cur.item) return nullptr;  // not the item's last stage
     if (nxt.item < 0 && cur.item + 1 >= m_items) return nullptr;
     const Item g = nxt.item >= 0 ? nit : Item(*this, cur.item + 1);
     if (g.len == 0) return nullptr;  // an empty row is skipped (and its slot may be any value)
-    if (m_qkv.stride(1) == 1) {  // v rows contiguous: kTeamCols floats per token
+    if (m_qkv.stride(1) == 1) {      // v rows contiguous: kTeamCols floats per token
       constexpr int kLineFloats = kCacheLineBytes / static_cast<int>(sizeof(float));
       const long x_tok = static_cast<long>(m_qkv.stride(0));
-      const float* const v0 =
-          &m_qkv(g.t_begin, 0) + 2 * m_key_dim + static_cast<long>(g.h) * Dk + g.tile * kTeamCols;
+      const float* const v0 = &m_qkv(g.t_begin, 0) + 2 * m_key_dim + static_cast<long>(g.h) * Dk + g.tile * kTeamCols;
       const int nt = g.len < kChunk ? g.len : kChunk;
       for (int tt = 0; tt < nt; ++tt) {
         for (int c = 0; c < kTeamCols; c += kLineFloats) prefetch_line(v0 + tt * x_tok + c);
@@ -447,8 +443,8 @@ struct RecurrenceKernel {
 
   /// Record writes, norms and the token loop of one staged chunk.
   KOKKOS_INLINE_FUNCTION void compute_stage(const Member& team, const Item& it, int c0, const ChunkBuf& buf,
-                                            float* norm_base, float (&s)[kRows][kCols], int lane, int cg,
-                                            int tid, const StateT* prefetch) const {
+                                            float* norm_base, float (&s)[kRows][kCols], int lane, int cg, int tid,
+                                            const StateT* prefetch) const {
     const int nt = (it.len - c0 < kChunk) ? (it.len - c0) : kChunk;
     const bool record = Verify && it.len <= m_ring_len;
     const std::uint32_t ring_row = it.ring_row;
@@ -575,8 +571,8 @@ struct RecurrenceKernel {
       float us[kChunk][kCols];
       float os[kChunk][kCols];
       token_steps_fused<kRows, kCols, kAcc, Map::col_block, kChunk>(s, k_lane, q_lane, Dk, buf.sv + cg * kCols,
-                                                                    kTeamCols, buf.ssc, kScalars, nt, us, os,
-                                                                    prefetch, static_cast<long>(Dk));
+                                                                    kTeamCols, buf.ssc, kScalars, nt, us, os, prefetch,
+                                                                    static_cast<long>(Dk));
       float* const out_row = &m_out(it.t_begin, static_cast<long>(it.h) * Dk + col0);
       const long out_col = static_cast<long>(m_out.stride(1));
       for (int tt = 0; tt < nt; ++tt) {

@@ -27,9 +27,7 @@ namespace Impl {
 KOKKOS_FORCEINLINE_FUNCTION float decay_state(float s, float decay) { return s * decay; }
 
 /// fma(k, u, S*decay) (the second half: one fused multiply-add).
-KOKKOS_FORCEINLINE_FUNCTION float delta_update(float k, float u, float s_decayed) {
-  return fmaf(k, u, s_decayed);
-}
+KOKKOS_FORCEINLINE_FUNCTION float delta_update(float k, float u, float s_decayed) { return fmaf(k, u, s_decayed); }
 
 /// u = beta * (v - kv*kinv) * kinv, with v - kv*kinv as one fma.
 KOKKOS_FORCEINLINE_FUNCTION float delta_factor(float v, float kv, float beta, float kinv) {
@@ -40,9 +38,7 @@ KOKKOS_FORCEINLINE_FUNCTION float delta_factor(float v, float kv, float beta, fl
 KOKKOS_FORCEINLINE_FUNCTION float key_inv_norm(float sum_sq) { return 1.0f / sqrtf(sum_sq + 1e-6f); }
 
 /// (1/sqrt(Dk)) / sqrt(sum q^2 + 1e-6)
-KOKKOS_FORCEINLINE_FUNCTION float query_factor(float sum_sq, float q_scale) {
-  return q_scale / sqrtf(sum_sq + 1e-6f);
-}
+KOKKOS_FORCEINLINE_FUNCTION float query_factor(float sum_sq, float q_scale) { return q_scale / sqrtf(sum_sq + 1e-6f); }
 
 /// \brief Which rows of a state column a lane owns, and where it finds them
 /// in the staged key and query (natural channel order in team scratch).
@@ -267,8 +263,8 @@ KOKKOS_FORCEINLINE_FUNCTION void token_steps_fused(float (&s)[Rows][Cols], const
     for (int t = -1; t < nt; ++t) {
       // t = -1: only the first token's decay and key sums.
       const bool next = t + 1 < nt;
-      const int ta = t < 0 ? 0 : t;        // the token applied (none at t = -1)
-      const int tn = next ? t + 1 : ta;    // the next token (none at the last)
+      const int ta = t < 0 ? 0 : t;      // the token applied (none at t = -1)
+      const int tn = next ? t + 1 : ta;  // the next token (none at the last)
       const float* const scn = sc + tn * sc_stride;
       const float* const kt = k + ta * kq_stride;
       const float* const qt = q + ta * kq_stride;

@@ -74,18 +74,15 @@ std::size_t check_inputs(const ArgCheck& c, const HeadConfig& cfg, const TokenIn
             "extent(0) = " + to_str(in.row_offsets.extent(0)));
   const std::size_t tokens = in.qkv.extent(0);
   c.require(in.qkv.extent(1) >= std::size_t(cfg.conv_dim()), "inputs.qkv",
-            "extent(1) >= conv_dim = 2*nk*Dk + nv*Dv = " + to_str(cfg.conv_dim()),
-            "shape " + extents_str(in.qkv));
-  c.require(in.decay.extent(0) >= tokens && in.decay.extent(1) >= std::size_t(cfg.num_value_heads),
-            "inputs.decay",
-            "shape >= [tokens, nv] = [" + to_str(tokens) + ", " + to_str(cfg.num_value_heads) +
-                "] (tokens = qkv.extent(0))",
-            "shape " + extents_str(in.decay));
-  c.require(in.beta.extent(0) >= tokens && in.beta.extent(1) >= std::size_t(cfg.num_value_heads),
-            "inputs.beta",
-            "shape >= [tokens, nv] = [" + to_str(tokens) + ", " + to_str(cfg.num_value_heads) +
-                "] (tokens = qkv.extent(0))",
-            "shape " + extents_str(in.beta));
+            "extent(1) >= conv_dim = 2*nk*Dk + nv*Dv = " + to_str(cfg.conv_dim()), "shape " + extents_str(in.qkv));
+  c.require(
+      in.decay.extent(0) >= tokens && in.decay.extent(1) >= std::size_t(cfg.num_value_heads), "inputs.decay",
+      "shape >= [tokens, nv] = [" + to_str(tokens) + ", " + to_str(cfg.num_value_heads) + "] (tokens = qkv.extent(0))",
+      "shape " + extents_str(in.decay));
+  c.require(
+      in.beta.extent(0) >= tokens && in.beta.extent(1) >= std::size_t(cfg.num_value_heads), "inputs.beta",
+      "shape >= [tokens, nv] = [" + to_str(tokens) + ", " + to_str(cfg.num_value_heads) + "] (tokens = qkv.extent(0))",
+      "shape " + extents_str(in.beta));
   return tokens;
 }
 
@@ -95,8 +92,8 @@ void check_state(const ArgCheck& c, const HeadConfig& cfg, const StateView& stat
                   state.extent(2) == std::size_t(cfg.key_head_dim) &&
                   state.extent(3) == std::size_t(cfg.value_head_dim);
   c.require(ok, "state",
-            "shape [slots, nv, Dk, Dv] = [slots, " + to_str(cfg.num_value_heads) + ", " +
-                to_str(cfg.key_head_dim) + ", " + to_str(cfg.value_head_dim) + "]",
+            "shape [slots, nv, Dk, Dv] = [slots, " + to_str(cfg.num_value_heads) + ", " + to_str(cfg.key_head_dim) +
+                ", " + to_str(cfg.value_head_dim) + "]",
             "shape " + extents_str(state));
   c.require(!need_rows || state.extent(0) > 0, "state", "at least one pool row (slots >= 1)",
             "shape " + extents_str(state));
@@ -153,9 +150,9 @@ inline std::string at(const char* name, std::size_t i) { return std::string(name
 inline void check_offsets_contents(const ArgCheck& c, const std::vector<std::uint32_t>& off, std::size_t tokens) {
   c.require(off[0] == 0, "inputs.row_offsets", "row_offsets[0] == 0", "row_offsets[0] = " + to_str(off[0]));
   for (std::size_t b = 1; b < off.size(); ++b) {
-    c.require(off[b] >= off[b - 1], "inputs.row_offsets", "non-decreasing offsets",
-              at("row_offsets", b) + " = " + to_str(off[b]) + " < " + at("row_offsets", b - 1) + " = " +
-                  to_str(off[b - 1]));
+    c.require(
+        off[b] >= off[b - 1], "inputs.row_offsets", "non-decreasing offsets",
+        at("row_offsets", b) + " = " + to_str(off[b]) + " < " + at("row_offsets", b - 1) + " = " + to_str(off[b - 1]));
   }
   c.require(off.back() <= tokens, "inputs.row_offsets",
             "row_offsets[B] <= tokens = " + to_str(tokens) + " (qkv.extent(0))",
@@ -172,8 +169,7 @@ inline std::string index_name(const char* argument, std::size_t e, std::size_t r
 /// used entry (the two requests would race). `row_len` > 0 names 2-D entries.
 inline void check_rows(const ArgCheck& c, const char* argument, const char* limit_name,
                        const std::vector<std::uint32_t>& idx, const std::vector<char>& used,
-                       const std::vector<char>& exclusive, std::size_t limit, std::size_t row_len,
-                       const char* what) {
+                       const std::vector<char>& exclusive, std::size_t limit, std::size_t row_len, const char* what) {
   std::vector<std::size_t> users(limit, 0), first(limit, 0);
   for (std::size_t e = 0; e < idx.size(); ++e) {
     if (!used[e]) continue;
