@@ -172,7 +172,8 @@ struct CountNonFinite {
 template <class T>
 long count_non_finite(const T* data, std::size_t n) {
   long bad = 0;
-  Kokkos::parallel_reduce("gdn_bench::check", BigRange(0, static_cast<std::int64_t>(n)), CountNonFinite<T>{data}, bad);
+  Kokkos::parallel_reduce("gdn_bench::check", BigRange(0, static_cast<std::int64_t>(n)),
+                          CountNonFinite<T>{data}, bad);
   return bad;
 }
 
@@ -206,8 +207,12 @@ struct Case {
   int layers = 1;  // fold only
 
   gdn::HeadConfig cfg() const { return gdn::HeadConfig{kNumKeyHeads, kNumValueHeads, dim, dim}; }
-  double state_row_bytes() const { return double(kNumValueHeads) * dim * dim * (bf16_state ? 2.0 : 4.0); }
-  std::size_t record_elements() const { return gdn::ring_record_elements(dim, dim, cfg().group_size()); }
+  double state_row_bytes() const {
+    return double(kNumValueHeads) * dim * dim * (bf16_state ? 2.0 : 4.0);
+  }
+  std::size_t record_elements() const {
+    return gdn::ring_record_elements(dim, dim, cfg().group_size());
+  }
   std::size_t record_stride() const { return (record_elements() + 3) / 4 * 4; }  // 16-byte records
   double tokens() const { return double(batch) * window; }
   double token_bytes() const {  // qkv + decay + beta read, out written
@@ -217,7 +222,8 @@ struct Case {
 
   std::string name() const {
     const char* k = kernel == Kernel::Fwd ? "fwd" : kernel == Kernel::Verify ? "verify" : "fold";
-    std::string n = std::string(k) + "/D" + std::to_string(dim) + "/state:" + (bf16_state ? "bf16" : "float");
+    std::string n =
+        std::string(k) + "/D" + std::to_string(dim) + "/state:" + (bf16_state ? "bf16" : "float");
     if (kernel == Kernel::Fold) n += "/L:" + std::to_string(layers);
     return n + "/B:" + std::to_string(batch) + "/T:" + std::to_string(window);
   }
@@ -228,8 +234,8 @@ struct Case {
       case Kernel::Fwd:  // state read + written, tokens, offsets + slots
         return 2.0 * batch * state_row_bytes() + tokens() * token_bytes() + idx * (2.0 * batch + 1);
       case Kernel::Verify:  // state read, tokens, records written, offsets + slots + ring slots
-        return batch * state_row_bytes() + tokens() * token_bytes() + records() * record_elements() * 4.0 +
-               idx * (3.0 * batch + 1);
+        return batch * state_row_bytes() + tokens() * token_bytes() +
+               records() * record_elements() * 4.0 + idx * (3.0 * batch + 1);
       case Kernel::Fold:  // state read + written, records read, two tables + num_accepted
       default:
         return 2.0 * layers * batch * state_row_bytes() + records() * record_elements() * 4.0 +
@@ -238,7 +244,8 @@ struct Case {
   }
   double flops() const {
     const double per_head = double(dim) * dim;
-    if (kernel == Kernel::Fold) return double(layers) * batch * window * kNumValueHeads * 3.0 * per_head;
+    if (kernel == Kernel::Fold)
+      return double(layers) * batch * window * kNumValueHeads * 3.0 * per_head;
     return tokens() * kNumValueHeads * 7.0 * per_head;
   }
   double footprint() const {
@@ -341,7 +348,8 @@ struct TokenBuffers {
 
 template <class StateT>
 Pool<StateT> make_state(std::size_t rows, int dim) {
-  Pool<StateT> s(Kokkos::view_alloc("gdn_bench::state", Kokkos::WithoutInitializing), rows, kNumValueHeads, dim, dim);
+  Pool<StateT> s(Kokkos::view_alloc("gdn_bench::state", Kokkos::WithoutInitializing), rows,
+                 kNumValueHeads, dim, dim);
   fill_uniform(s.data(), s.size(), -0.5f, 0.5f, 21);
   return s;
 }
@@ -366,10 +374,13 @@ void run_recurrence(benchmark::State& st, const Case& c, const Settings& s) {
   Timing t;
   for (auto _ : st) {
     if (c.kernel == Kernel::Fwd) {
-      t = time_calls(s, [&] { gdn::recurrence_fwd(space, cfg, tok.in, tok.slots, state, tok.out); });
+      t = time_calls(s,
+                     [&] { gdn::recurrence_fwd(space, cfg, tok.in, tok.slots, state, tok.out); });
     } else {
-      t = time_calls(
-          s, [&] { gdn::recurrence_verify_ring(space, cfg, tok.in, tok.slots, state, tok.out, ring_slots, ring); });
+      t = time_calls(s, [&] {
+        gdn::recurrence_verify_ring(space, cfg, tok.in, tok.slots, state, tok.out, ring_slots,
+                                    ring);
+      });
     }
     st.SetIterationTime(t.median);
   }
@@ -387,20 +398,24 @@ void run_fold(benchmark::State& st, const Case& c, const Settings& s) {
   const gdn::HeadConfig cfg = c.cfg();
   const std::size_t rows = std::size_t(c.layers) * c.batch;
   Pool<StateT> state = make_state<StateT>(rows, c.dim);  // [L*B, nv, Dk, Dv]
-  Pool<float> ring(Kokkos::view_alloc("gdn_bench::ring", Kokkos::WithoutInitializing), rows, kNumKeyHeads, c.window,
+  Pool<float> ring(Kokkos::view_alloc("gdn_bench::ring", Kokkos::WithoutInitializing), rows,
+                   kNumKeyHeads, c.window,
                    c.record_stride());  // [L*B, nk, RING_LEN = T, record_stride]
   const int g = cfg.group_size();
-  Kokkos::parallel_for(
-      "gdn_bench::fill_records", BigRange(0, static_cast<std::int64_t>(ring.size())),
-      FillRecords{ring.data(), static_cast<std::int64_t>(c.record_stride()), c.dim, c.dim + g * c.dim, 31});
+  Kokkos::parallel_for("gdn_bench::fill_records",
+                       BigRange(0, static_cast<std::int64_t>(ring.size())),
+                       FillRecords{ring.data(), static_cast<std::int64_t>(c.record_stride()), c.dim,
+                                   c.dim + g * c.dim, 31});
   const Table state_rows = make_table(c.layers, c.batch);  // [L, B]
   const Table ring_rows = make_table(c.layers, c.batch);   // [L, B]
-  const Index accepted = make_index(std::vector<std::uint32_t>(c.batch, static_cast<std::uint32_t>(c.window)));
+  const Index accepted =
+      make_index(std::vector<std::uint32_t>(c.batch, static_cast<std::uint32_t>(c.window)));
   Exec space;
   space.fence();
   Timing t;
   for (auto _ : st) {
-    t = time_calls(s, [&] { gdn::state_fold(space, cfg, state_rows, state, ring_rows, ring, accepted); });
+    t = time_calls(
+        s, [&] { gdn::state_fold(space, cfg, state_rows, state, ring_rows, ring, accepted); });
     st.SetIterationTime(t.median);
   }
   report(st, c, t);
@@ -425,7 +440,8 @@ void register_cases(const Settings& s) {
     Kernel kernel;
     int layers;
   };
-  const Variant variants[] = {{Kernel::Fwd, 1}, {Kernel::Verify, 1}, {Kernel::Fold, 1}, {Kernel::Fold, kModelLayers}};
+  const Variant variants[] = {
+      {Kernel::Fwd, 1}, {Kernel::Verify, 1}, {Kernel::Fold, 1}, {Kernel::Fold, kModelLayers}};
   int skipped = 0;
   for (const Variant& v : variants)
     for (int dim : {128, 64})
@@ -441,12 +457,13 @@ void register_cases(const Settings& s) {
             c.batch = batch;
             c.window = window;
             if (c.footprint() > s.max_bytes) {
-              std::printf("gdn_bench: skipped %s (%.1f GiB of buffers > GDN_BENCH_MAX_GIB)\n", c.name().c_str(),
-                          c.footprint() / double(1ull << 30));
+              std::printf("gdn_bench: skipped %s (%.1f GiB of buffers > GDN_BENCH_MAX_GIB)\n",
+                          c.name().c_str(), c.footprint() / double(1ull << 30));
               ++skipped;
               continue;
             }
-            benchmark::RegisterBenchmark(c.name().c_str(), [c, s](benchmark::State& st) { run_case(st, c, s); })
+            benchmark::RegisterBenchmark(c.name().c_str(),
+                                         [c, s](benchmark::State& st) { run_case(st, c, s); })
                 ->Iterations(1)
                 ->UseManualTime()
                 ->Unit(benchmark::kMicrosecond);
@@ -491,18 +508,19 @@ int main(int argc, char** argv) {
       benchmark::AddCustomContext("fp32_peak_method", m.fp32_peak_method);
       benchmark::AddCustomContext("fp32_peak_measured", fmt("%.6g", m.fp32_peak_measured));
       benchmark::AddCustomContext("kokkos_version", std::to_string(KOKKOS_VERSION / 10000) + "." +
-                                                        std::to_string(KOKKOS_VERSION / 100 % 100) + "." +
-                                                        std::to_string(KOKKOS_VERSION % 100));
+                                                        std::to_string(KOKKOS_VERSION / 100 % 100) +
+                                                        "." + std::to_string(KOKKOS_VERSION % 100));
       benchmark::AddCustomContext("gdn_version", GDN_VERSION_STRING);
       benchmark::AddCustomContext("max_batch", std::to_string(s.max_batch));
       benchmark::AddCustomContext("min_time_s", fmt("%g", s.min_time));
-      benchmark::AddCustomContext("timing", "median of fenced calls (warm-up first); see perf/bench_gdn.cpp");
-      std::printf("gdn_bench: backend %s (concurrency %d), device %s\n", m.backend.c_str(), m.concurrency,
-                  m.device.c_str());
-      std::printf("gdn_bench: copy_bw %.1f GB/s (deep_copy of %.0f MiB, read + write, median)\n", m.copy_bw * 1e-9,
-                  m.copy_bytes / double(1 << 20));
-      std::printf("gdn_bench: fp32_peak %.1f GFLOP/s (%s); fma microkernel %.1f GFLOP/s\n", m.fp32_peak * 1e-9,
-                  m.fp32_peak_method.c_str(), m.fp32_peak_measured * 1e-9);
+      benchmark::AddCustomContext("timing",
+                                  "median of fenced calls (warm-up first); see perf/bench_gdn.cpp");
+      std::printf("gdn_bench: backend %s (concurrency %d), device %s\n", m.backend.c_str(),
+                  m.concurrency, m.device.c_str());
+      std::printf("gdn_bench: copy_bw %.1f GB/s (deep_copy of %.0f MiB, read + write, median)\n",
+                  m.copy_bw * 1e-9, m.copy_bytes / double(1 << 20));
+      std::printf("gdn_bench: fp32_peak %.1f GFLOP/s (%s); fma microkernel %.1f GFLOP/s\n",
+                  m.fp32_peak * 1e-9, m.fp32_peak_method.c_str(), m.fp32_peak_measured * 1e-9);
       std::fflush(stdout);
       register_cases(s);
       if (benchmark::RunSpecifiedBenchmarks() > 0) {

@@ -104,22 +104,27 @@ double measured_fp32_peak(bool host, int concurrency) {
     // One item per thread; 16 zmm (or 32 ymm) chains cover FMA latency x ports.
     const int items = concurrency;
     const double per_item = 4e9;
-    return std::max({fma_rate<64>(items, per_item), fma_rate<128>(items, per_item), fma_rate<256>(items, per_item)});
+    return std::max({fma_rate<64>(items, per_item), fma_rate<128>(items, per_item),
+                     fma_rate<256>(items, per_item)});
   }
   const int items = 4 * concurrency;  // a few waves of resident threads
   const double per_item = 2e12 / items;
   return std::max(fma_rate<8>(items, per_item), fma_rate<16>(items, per_item));
 }
 
-std::size_t copy_buffer_bytes(bool host) { return host ? (std::size_t(512) << 20) : (std::size_t(2) << 30); }
+std::size_t copy_buffer_bytes(bool host) {
+  return host ? (std::size_t(512) << 20) : (std::size_t(2) << 30);
+}
 
 }  // namespace
 
 double measure_copy_bw(bool host) {
   const std::size_t bytes = copy_buffer_bytes(host);
   const std::size_t n = bytes / sizeof(float);
-  Kokkos::View<float*, Mem> src(Kokkos::view_alloc("gdn_bench::copy_src", Kokkos::WithoutInitializing), n);
-  Kokkos::View<float*, Mem> dst(Kokkos::view_alloc("gdn_bench::copy_dst", Kokkos::WithoutInitializing), n);
+  Kokkos::View<float*, Mem> src(
+      Kokkos::view_alloc("gdn_bench::copy_src", Kokkos::WithoutInitializing), n);
+  Kokkos::View<float*, Mem> dst(
+      Kokkos::view_alloc("gdn_bench::copy_dst", Kokkos::WithoutInitializing), n);
   Kokkos::deep_copy(src, 1.0f);  // first touch
   Kokkos::deep_copy(dst, 0.0f);
   Exec space;
@@ -170,14 +175,15 @@ bool cuda_peak(Machine& m) {
   if (cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess ||
       cudaDeviceGetAttribute(&khz, cudaDevAttrClockRate, dev) != cudaSuccess ||
       cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess ||
-      cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev) != cudaSuccess || sms <= 0 || khz <= 0) {
+      cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev) != cudaSuccess ||
+      sms <= 0 || khz <= 0) {
     return false;
   }
   const int lanes = fp32_lanes_per_sm(major, minor);
   m.fp32_peak = double(sms) * lanes * 2.0 * double(khz) * 1e3;
-  m.fp32_peak_method = std::to_string(sms) + " SMs x " + std::to_string(lanes) + " FP32 lanes x 2 flop x " +
-                       std::to_string(khz / 1000) + " MHz (sm_" + std::to_string(major) + std::to_string(minor) +
-                       ", cudaDevAttrClockRate)";
+  m.fp32_peak_method = std::to_string(sms) + " SMs x " + std::to_string(lanes) +
+                       " FP32 lanes x 2 flop x " + std::to_string(khz / 1000) + " MHz (sm_" +
+                       std::to_string(major) + std::to_string(minor) + ", cudaDevAttrClockRate)";
   return true;
 }
 #endif
@@ -199,7 +205,8 @@ Machine measure_machine() {
 #endif
   if (!computed) {
     m.fp32_peak = m.fp32_peak_measured;
-    m.fp32_peak_method = "measured: independent fma chains on " + std::to_string(m.concurrency) + " threads";
+    m.fp32_peak_method =
+        "measured: independent fma chains on " + std::to_string(m.concurrency) + " threads";
   }
   return m;
 }

@@ -34,8 +34,9 @@ CycleResult run_cycle(const CycleSpec& cs) {
   const int ring_total = B + 2;
   std::vector<std::uint32_t> slots(B), rslots(B);
   for (int b = 0; b < B; ++b) {
-    slots[b] = std::uint32_t((b * 5 + 2) % slots_total);  // distinct: 5 is coprime with B+3 unless...
-    rslots[b] = std::uint32_t(ring_total - 1 - b);        // reversed, never equal to the state table
+    slots[b] =
+        std::uint32_t((b * 5 + 2) % slots_total);   // distinct: 5 is coprime with B+3 unless...
+    rslots[b] = std::uint32_t(ring_total - 1 - b);  // reversed, never equal to the state table
   }
   // make the state rows distinct whatever B is
   {
@@ -48,7 +49,8 @@ CycleResult run_cycle(const CycleSpec& cs) {
   const DeviceInputs din = upload(p, cs.layout);
   const Index d_slots = to_device(slots), d_rslots = to_device(rslots);
   const auto S0 = make_state<StateT>(slots_total, cs.cfg, cs.seed + 11);
-  const std::size_t rec = gdn::ring_record_elements(cs.cfg.key_head_dim, cs.cfg.value_head_dim, cs.cfg.group_size());
+  const std::size_t rec =
+      gdn::ring_record_elements(cs.cfg.key_head_dim, cs.cfg.value_head_dim, cs.cfg.group_size());
   const int stride = int(rec) + cs.pad;
   const auto ring = make_ring<RingT>(ring_total, cs.cfg, cs.ring_len, stride);
 
@@ -72,9 +74,11 @@ CycleResult run_cycle(const CycleSpec& cs) {
       const int b = owner[s];
       const bool committed = b >= 0 && p.len(b) > cs.ring_len;
       const auto& want = committed ? ff : f0;
-      const bool same = std::memcmp(fv.data() + s * row_bytes, want.data() + s * row_bytes, row_bytes) == 0;
-      EXPECT_TRUE(same) << "pool row " << s << " (batch item " << b << ", len " << (b >= 0 ? p.len(b) : -1)
-                        << ") after verify should " << (committed ? "equal the forward's" : "be untouched");
+      const bool same =
+          std::memcmp(fv.data() + s * row_bytes, want.data() + s * row_bytes, row_bytes) == 0;
+      EXPECT_TRUE(same) << "pool row " << s << " (batch item " << b << ", len "
+                        << (b >= 0 ? p.len(b) : -1) << ") after verify should "
+                        << (committed ? "equal the forward's" : "be untouched");
     }
   }
 
@@ -82,7 +86,8 @@ CycleResult run_cycle(const CycleSpec& cs) {
   {
     auto h = Kokkos::create_mirror(ring);
     Kokkos::deep_copy(h, ring);
-    const gdn::Experimental::RingLayout lay{cs.cfg.key_head_dim, cs.cfg.value_head_dim, cs.cfg.group_size()};
+    const gdn::Experimental::RingLayout lay{cs.cfg.key_head_dim, cs.cfg.value_head_dim,
+                                            cs.cfg.group_size()};
     std::vector<int> owner(ring_total, -1);
     for (int b = 0; b < B; ++b) owner[rslots[b]] = b;
     const int C = int(cs.cfg.conv_dim());
@@ -104,18 +109,22 @@ CycleResult run_cycle(const CycleSpec& cs) {
             if (should_write) {
               const int t = int(p.offsets[b]) + pos;
               if (std::size_t(e) < lay.delta_offset(0)) {  // raw key
-                const float k = p.host.qkv[std::size_t(t) * C + cs.cfg.key_dim() + kh * cs.cfg.key_head_dim + e];
+                const float k =
+                    p.host
+                        .qkv[std::size_t(t) * C + cs.cfg.key_dim() + kh * cs.cfg.key_head_dim + e];
                 if (to_f(v) != to_f(storage_ring<RingT>(k))) ++bad_key;
               } else if (std::size_t(e) >= lay.decay_offset(0)) {  // decay of group position g
                 const int g = e - int(lay.decay_offset(0));
-                const float d = p.host.decay[std::size_t(t) * cs.cfg.num_value_heads + kh * cs.cfg.group_size() + g];
+                const float d = p.host.decay[std::size_t(t) * cs.cfg.num_value_heads +
+                                             kh * cs.cfg.group_size() + g];
                 if (to_f(v) != to_f(storage_ring<RingT>(d))) ++bad_decay;
               }
             }
           }
     }
     EXPECT_EQ(bad_written, 0) << "record elements left unwritten";
-    EXPECT_EQ(bad_poison, 0) << "ring elements written outside the records (padding, later positions, other rows)";
+    EXPECT_EQ(bad_poison, 0)
+        << "ring elements written outside the records (padding, later positions, other rows)";
     EXPECT_EQ(bad_key, 0) << "record keys differ from the raw keys";
     EXPECT_EQ(bad_decay, 0) << "record decays differ from the inputs";
   }
@@ -133,7 +142,8 @@ CycleResult run_cycle(const CycleSpec& cs) {
     }
   }
   if (B > 0) {
-    res.accepted[0] = std::uint32_t(std::min(p.len(0), cs.ring_len));  // at least one full-window accept
+    res.accepted[0] =
+        std::uint32_t(std::min(p.len(0), cs.ring_len));  // at least one full-window accept
   }
   const Table d_state_rows = to_device(1, B, slots), d_ring_rows = to_device(1, B, rslots);
   const Index d_acc = to_device(res.accepted);
@@ -147,7 +157,8 @@ CycleResult run_cycle(const CycleSpec& cs) {
   space.fence();
 
   if (sizeof(RingT) == 4) {
-    EXPECT_TRUE(same_bytes(bytes_of(Sv), bytes_of(Se))) << "fold(verify) != forward(accepted prefix)";
+    EXPECT_TRUE(same_bytes(bytes_of(Sv), bytes_of(Se)))
+        << "fold(verify) != forward(accepted prefix)";
   } else {
     // bf16 ring: k, u and decay were rounded; the fold is close, not exact.
     const auto a = floats_of(Sv), e = floats_of(Se);
@@ -165,7 +176,8 @@ CycleResult run_cycle(const CycleSpec& cs) {
     int diff = 0;
     for (int b = 0; b < B; ++b)
       for (std::uint32_t t = 0; t < pre.offsets[b + 1] - pre.offsets[b]; ++t)
-        diff += std::memcmp(&ov[(p.offsets[b] + t) * VD], &oe[(pre.offsets[b] + t) * VD], VD * 4) != 0;
+        diff +=
+            std::memcmp(&ov[(p.offsets[b] + t) * VD], &oe[(pre.offsets[b] + t) * VD], VD * 4) != 0;
     EXPECT_EQ(diff, 0) << "accepted verify outputs differ from a forward replay";
   }
   return res;

@@ -75,7 +75,8 @@ TEST(Bf16, MatchesIndependentReferenceOnRandomFloats) {
 
 // Narrow on the execution space under test (a free function: CUDA device
 // lambdas may not live in gtest's private TestBody).
-void narrow_on_device(const Kokkos::View<std::uint32_t*, Mem>& in, const Kokkos::View<std::uint16_t*, Mem>& out) {
+void narrow_on_device(const Kokkos::View<std::uint32_t*, Mem>& in,
+                      const Kokkos::View<std::uint16_t*, Mem>& out) {
   Kokkos::parallel_for(
       "bf16_test", Kokkos::RangePolicy<ExecSpace>(0, in.extent(0)),
       KOKKOS_LAMBDA(const int i) { out(i) = gdn::bf16(gdn::Impl::bits_to_float(in(i))).bits; });
@@ -83,9 +84,11 @@ void narrow_on_device(const Kokkos::View<std::uint32_t*, Mem>& in, const Kokkos:
 
 // The kernels' vector store (store_vec: on CUDA a hardware conversion for
 // non-NaN pairs) on the execution space under test.
-void narrow_on_device_vec(const Kokkos::View<std::uint32_t*, Mem>& in, const Kokkos::View<gdn::bf16*, Mem>& out) {
+void narrow_on_device_vec(const Kokkos::View<std::uint32_t*, Mem>& in,
+                          const Kokkos::View<gdn::bf16*, Mem>& out) {
   Kokkos::parallel_for(
-      "bf16_test_vec", Kokkos::RangePolicy<ExecSpace>(0, in.extent(0) / 8), KOKKOS_LAMBDA(const int i) {
+      "bf16_test_vec", Kokkos::RangePolicy<ExecSpace>(0, in.extent(0) / 8),
+      KOKKOS_LAMBDA(const int i) {
         float f[8];
         for (int e = 0; e < 8; ++e) f[e] = gdn::Impl::bits_to_float(in(8 * i + e));
         gdn::Impl::store_vec<8>(out.data() + 8 * i, f);
@@ -130,11 +133,12 @@ TEST(Bf16, DeviceConversionMatchesHost) {
 // canonical NaN, mapping.hpp bf16x2_bits).
 TEST(Bf16, VectorStoreMatchesHost) {
   Kokkos::View<std::uint32_t*, Mem> d_in;
-  const auto in = random_bits(
-      5,
-      {0x3f808000u, 0x3f818000u, 0x7fc00001u, 0xff800001u, 0x7f7fffffu, 0x7f7f8000u, 0x7f7f7fffu, 0x00008000u,
-       0x80018000u, 0x7f800000u, 0xff800000u, 0x00000000u, 0x80000000u, 0x0001ffffu, 0x3f7fffffu, 0x7fbfffffu},
-      d_in);
+  const auto in =
+      random_bits(5,
+                  {0x3f808000u, 0x3f818000u, 0x7fc00001u, 0xff800001u, 0x7f7fffffu, 0x7f7f8000u,
+                   0x7f7f7fffu, 0x00008000u, 0x80018000u, 0x7f800000u, 0xff800000u, 0x00000000u,
+                   0x80000000u, 0x0001ffffu, 0x3f7fffffu, 0x7fbfffffu},
+                  d_in);
   const int n = static_cast<int>(in.size());
   Kokkos::View<gdn::bf16*, Mem> d_out("out", n);
   narrow_on_device_vec(d_in, d_out);

@@ -32,8 +32,12 @@ const std::vector<int> kLens = {3, 0, 8, 1, 5, 11};
 
 TEST(Exactness, FloatStateFloatRing) { cycle_over_shapes<float, float>(kLens, 8); }
 TEST(Exactness, Bf16StateFloatRing) { cycle_over_shapes<gdn::bf16, float>(kLens, 8); }
-TEST(Exactness, FloatStateBf16RingIsCloseNotExact) { cycle_over_shapes<float, gdn::bf16>(kLens, 8); }
-TEST(Exactness, Bf16StateBf16RingIsCloseNotExact) { cycle_over_shapes<gdn::bf16, gdn::bf16>(kLens, 8); }
+TEST(Exactness, FloatStateBf16RingIsCloseNotExact) {
+  cycle_over_shapes<float, gdn::bf16>(kLens, 8);
+}
+TEST(Exactness, Bf16StateBf16RingIsCloseNotExact) {
+  cycle_over_shapes<gdn::bf16, gdn::bf16>(kLens, 8);
+}
 
 TEST(Exactness, RingLen16) { cycle_over_shapes<float, float>({16, 9, 17, 2, 16, 0, 1}, 16); }
 TEST(Exactness, RingLen1) { cycle_over_shapes<gdn::bf16, float>({1, 0, 2, 1}, 1); }
@@ -64,7 +68,8 @@ TEST(Exactness, ManyWorkItemsPerTeam) {
   cs.lens.resize(40);
   cs.seed = 7;
   run_cycle<gdn::bf16, float>(cs);
-  cs.pad = 2;  // record_stride 388: the fold stages records with 16-byte copies (389: one copy per value)
+  cs.pad = 2;  // record_stride 388: the fold stages records with 16-byte copies (389: one copy per
+               // value)
   cs.seed = 8;
   run_cycle<gdn::bf16, float>(cs);
 }
@@ -146,7 +151,8 @@ void multi_layer_fold() {
     Strided2D out = make_out(probs.back());
     gdn::recurrence_verify_ring(space, cfg, d.in, to_device(s), S, out.view, to_device(r), ring);
   }
-  gdn::state_fold(space, cfg, to_device(L, B, srows), S, to_device(L, B, rrows), ring, to_device(acc));
+  gdn::state_fold(space, cfg, to_device(L, B, srows), S, to_device(L, B, rrows), ring,
+                  to_device(acc));
   // Expected: every layer's forward over its accepted prefix, from the same pool.
   auto Se = clone(S0);
   for (int l = 0; l < L; ++l) {
@@ -177,7 +183,8 @@ TEST(Fold, SkipsZeroAndOverlongAcceptance) {
   space.fence();
   EXPECT_TRUE(same_bytes(bytes_of(S), bytes_of(S0)));
   // n == 1 does read: the NaN ring reaches the state (the test above can fail).
-  gdn::state_fold(space, cfg, to_device(1, 3, {0, 1, 2}), S, to_device(1, 3, {0, 1, 2}), ring, to_device({0u, 1u, 0u}));
+  gdn::state_fold(space, cfg, to_device(1, 3, {0, 1, 2}), S, to_device(1, 3, {0, 1, 2}), ring,
+                  to_device({0u, 1u, 0u}));
   space.fence();
   EXPECT_FALSE(same_bytes(bytes_of(S), bytes_of(S0)));
 }
@@ -211,7 +218,8 @@ TEST(Edges, AllRowsEmptyTouchNothing) {
   const auto ring0 = bytes_of(ring);
   Strided2D out = make_out(p);
   gdn::recurrence_fwd(space, cfg, d.in, to_device({0, 1, 2}), S, out.view);
-  gdn::recurrence_verify_ring(space, cfg, d.in, to_device({0, 1, 2}), S, out.view, to_device({0, 1, 2}), ring);
+  gdn::recurrence_verify_ring(space, cfg, d.in, to_device({0, 1, 2}), S, out.view,
+                              to_device({0, 1, 2}), ring);
   space.fence();
   EXPECT_TRUE(same_bytes(bytes_of(S), bytes_of(S0)));
   EXPECT_TRUE(same_bytes(bytes_of(ring), ring0));

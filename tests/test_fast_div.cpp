@@ -14,8 +14,8 @@ namespace {
 std::vector<std::uint32_t> divisors() {
   std::vector<std::uint32_t> d;
   for (std::uint32_t v = 1; v <= 600; ++v) d.push_back(v);
-  for (std::uint32_t v : {1000u, 1023u, 1024u, 1025u, 4095u, 65535u, 65536u, 65537u, 999999u, 1u << 20, (1u << 20) + 1,
-                          0x7ffffffeu, 0x7fffffffu}) {
+  for (std::uint32_t v : {1000u, 1023u, 1024u, 1025u, 4095u, 65535u, 65536u, 65537u, 999999u,
+                          1u << 20, (1u << 20) + 1, 0x7ffffffeu, 0x7fffffffu}) {
     d.push_back(v);
   }
   return d;
@@ -24,7 +24,8 @@ std::vector<std::uint32_t> divisors() {
 std::vector<std::uint32_t> numerators() {
   std::vector<std::uint32_t> n;
   for (std::uint32_t v = 0; v < 4096; ++v) n.push_back(v);
-  for (std::uint32_t v : {0x7fffffffu, 0x7ffffffeu, 0x40000000u, 0x3fffffffu, 65535u, 65536u}) n.push_back(v);
+  for (std::uint32_t v : {0x7fffffffu, 0x7ffffffeu, 0x40000000u, 0x3fffffffu, 65535u, 65536u})
+    n.push_back(v);
   std::mt19937 rng(7);
   for (int i = 0; i < 4096; ++i) n.push_back(rng() & 0x7fffffffu);
   return n;
@@ -38,7 +39,8 @@ TEST(FastDiv, MatchesDivisionOnHost) {
       ASSERT_EQ(f.div(n), n / d) << "n=" << n << " d=" << d;
       // Numerators around multiples of d, where an off-by-one would show.
       const std::uint32_t q = n / d;
-      for (std::uint64_t m : {std::uint64_t(q) * d, std::uint64_t(q) * d + d - 1, std::uint64_t(q + 1) * d}) {
+      for (std::uint64_t m :
+           {std::uint64_t(q) * d, std::uint64_t(q) * d + d - 1, std::uint64_t(q + 1) * d}) {
         if (m > 0x7fffffffu) continue;
         ASSERT_EQ(f.div(std::uint32_t(m)), std::uint32_t(m) / d) << "n=" << m << " d=" << d;
       }
@@ -68,7 +70,8 @@ TEST(FastDiv, MatchesDivisionOnTheExecutionSpace) {
   for (std::uint32_t d : divisors()) {
     divide_on_device(gdn::Impl::FastDiv(d), dn, dq);
     Kokkos::deep_copy(hq, dq);
-    for (std::size_t i = 0; i < ns.size(); ++i) ASSERT_EQ(hq(i), ns[i] / d) << "n=" << ns[i] << " d=" << d;
+    for (std::size_t i = 0; i < ns.size(); ++i)
+      ASSERT_EQ(hq(i), ns[i] / d) << "n=" << ns[i] << " d=" << d;
   }
 }
 

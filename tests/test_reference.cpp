@@ -21,7 +21,8 @@ std::string sci(double v) {
 }
 
 template <class StateT>
-void forward_vs_reference(const gdn::HeadConfig& cfg, const std::vector<int>& lens, int calls_per_row) {
+void forward_vs_reference(const gdn::HeadConfig& cfg, const std::vector<int>& lens,
+                          int calls_per_row) {
   const ExecSpace space;
   const Problem p = make_problem(cfg, lens, 21);
   const int B = p.batch();
@@ -48,9 +49,12 @@ void forward_vs_reference(const gdn::HeadConfig& cfg, const std::vector<int>& le
     const std::size_t C = cfg.conv_dim(), H = cfg.num_value_heads;
     for (int b = 0; b < B; ++b) {
       for (int t = int(first[b]); t < int(first[b]) + part[b]; ++t) {
-        q.host.qkv.insert(q.host.qkv.end(), p.host.qkv.begin() + t * C, p.host.qkv.begin() + (t + 1) * C);
-        q.host.decay.insert(q.host.decay.end(), p.host.decay.begin() + t * H, p.host.decay.begin() + (t + 1) * H);
-        q.host.beta.insert(q.host.beta.end(), p.host.beta.begin() + t * H, p.host.beta.begin() + (t + 1) * H);
+        q.host.qkv.insert(q.host.qkv.end(), p.host.qkv.begin() + t * C,
+                          p.host.qkv.begin() + (t + 1) * C);
+        q.host.decay.insert(q.host.decay.end(), p.host.decay.begin() + t * H,
+                            p.host.decay.begin() + (t + 1) * H);
+        q.host.beta.insert(q.host.beta.end(), p.host.beta.begin() + t * H,
+                           p.host.beta.begin() + (t + 1) * H);
       }
       q.offsets.push_back(q.offsets.back() + part[b]);
     }
@@ -64,8 +68,10 @@ void forward_vs_reference(const gdn::HeadConfig& cfg, const std::vector<int>& le
     for (int b = 0; b < B; ++b)
       for (int t = 0; t < part[b]; ++t)
         for (long j = 0; j < cfg.value_dim(); ++j) {
-          out_all[(first[b] + t) * cfg.value_dim() + j] = o[(q.offsets[b] + t) * cfg.value_dim() + j];
-          ref_out[(first[b] + t) * cfg.value_dim() + j] = r[(q.offsets[b] + t) * cfg.value_dim() + j];
+          out_all[(first[b] + t) * cfg.value_dim() + j] =
+              o[(q.offsets[b] + t) * cfg.value_dim() + j];
+          ref_out[(first[b] + t) * cfg.value_dim() + j] =
+              r[(q.offsets[b] + t) * cfg.value_dim() + j];
         }
   }
   const double tol = bf ? kTolBf16 : kTolF32;
@@ -83,11 +89,21 @@ TEST(Reference, ForwardFloatStateShortRows) {
   forward_vs_reference<float>(heads(2, 4, 128), {1, 17, 64, 0, 5}, 1);
   forward_vs_reference<float>(heads(2, 2, 64), {1, 17, 64, 0, 5}, 1);
 }
-TEST(Reference, ForwardBf16StateShortRows) { forward_vs_reference<gdn::bf16>(heads(2, 4, 128), {1, 17, 64, 0, 5}, 1); }
-TEST(Reference, DriftFloatStateLongSequenceOneCall) { forward_vs_reference<float>(heads(1, 2, 128), {2048}, 1); }
-TEST(Reference, DriftFloatStateDecodeCalls) { forward_vs_reference<float>(heads(1, 2, 64), {512, 300}, 512); }
-TEST(Reference, DriftBf16StateDecodeCalls) { forward_vs_reference<gdn::bf16>(heads(1, 2, 128), {512}, 512); }
-TEST(Reference, DriftBf16StateLongSequenceOneCall) { forward_vs_reference<gdn::bf16>(heads(1, 4, 64), {2048}, 1); }
+TEST(Reference, ForwardBf16StateShortRows) {
+  forward_vs_reference<gdn::bf16>(heads(2, 4, 128), {1, 17, 64, 0, 5}, 1);
+}
+TEST(Reference, DriftFloatStateLongSequenceOneCall) {
+  forward_vs_reference<float>(heads(1, 2, 128), {2048}, 1);
+}
+TEST(Reference, DriftFloatStateDecodeCalls) {
+  forward_vs_reference<float>(heads(1, 2, 64), {512, 300}, 512);
+}
+TEST(Reference, DriftBf16StateDecodeCalls) {
+  forward_vs_reference<gdn::bf16>(heads(1, 2, 128), {512}, 512);
+}
+TEST(Reference, DriftBf16StateLongSequenceOneCall) {
+  forward_vs_reference<gdn::bf16>(heads(1, 4, 64), {2048}, 1);
+}
 
 // The ring's delta factors against the reference's u.
 TEST(Reference, RecordedDeltaFactors) {
@@ -100,7 +116,8 @@ TEST(Reference, RecordedDeltaFactors) {
   const int ring_len = 8;
   const auto ring = make_ring<float>(2, cfg, ring_len, int(gdn::ring_record_elements(128, 128, 2)));
   Strided2D out = make_out(p);
-  gdn::recurrence_verify_ring(space, cfg, d.in, to_device({0, 1}), S, out.view, to_device({1, 0}), ring);
+  gdn::recurrence_verify_ring(space, cfg, d.in, to_device({0, 1}), S, out.view, to_device({1, 0}),
+                              ring);
   auto h = Kokkos::create_mirror(ring);
   Kokkos::deep_copy(h, ring);
   const gdn::Experimental::RingLayout lay{128, 128, 2};

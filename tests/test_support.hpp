@@ -50,7 +50,8 @@ struct Problem {
   }
 };
 
-inline Problem make_problem(const gdn::HeadConfig& cfg, const std::vector<int>& lens, std::uint64_t seed) {
+inline Problem make_problem(const gdn::HeadConfig& cfg, const std::vector<int>& lens,
+                            std::uint64_t seed) {
   Problem p;
   p.cfg = cfg;
   p.offsets.assign(1, 0);
@@ -76,9 +77,12 @@ inline Problem prefix_problem(const Problem& p, const std::vector<std::uint32_t>
   for (int b = 0; b < p.batch(); ++b) {
     const std::uint32_t take = std::min<std::uint32_t>(n[b], std::uint32_t(p.len(b)));
     for (std::uint32_t t = p.offsets[b]; t < p.offsets[b] + take; ++t) {
-      r.host.qkv.insert(r.host.qkv.end(), p.host.qkv.begin() + t * C, p.host.qkv.begin() + (t + 1) * C);
-      r.host.decay.insert(r.host.decay.end(), p.host.decay.begin() + t * H, p.host.decay.begin() + (t + 1) * H);
-      r.host.beta.insert(r.host.beta.end(), p.host.beta.begin() + t * H, p.host.beta.begin() + (t + 1) * H);
+      r.host.qkv.insert(r.host.qkv.end(), p.host.qkv.begin() + t * C,
+                        p.host.qkv.begin() + (t + 1) * C);
+      r.host.decay.insert(r.host.decay.end(), p.host.decay.begin() + t * H,
+                          p.host.decay.begin() + (t + 1) * H);
+      r.host.beta.insert(r.host.beta.end(), p.host.beta.begin() + t * H,
+                         p.host.beta.begin() + (t + 1) * H);
     }
     r.offsets.push_back(r.offsets.back() + take);
   }
@@ -131,7 +135,8 @@ inline Strided2D make_2d(std::size_t rows, std::size_t cols, Layout layout, cons
       break;
   }
   const std::size_t n = (rows && cols) ? (rows - 1) * a.s0 + (cols - 1) * a.s1 + 1 : 1;
-  a.buf = Kokkos::View<float*, Mem>(Kokkos::view_alloc("gdn_test::buf", Kokkos::WithoutInitializing), n);
+  a.buf = Kokkos::View<float*, Mem>(
+      Kokkos::view_alloc("gdn_test::buf", Kokkos::WithoutInitializing), n);
   auto h = Kokkos::create_mirror(a.buf);
   float fill;
   std::memcpy(&fill, &fill_bits, 4);
@@ -140,7 +145,8 @@ inline Strided2D make_2d(std::size_t rows, std::size_t cols, Layout layout, cons
     for (std::size_t r = 0; r < rows; ++r)
       for (std::size_t c = 0; c < cols; ++c) h(r * a.s0 + c * a.s1) = dense[r * cols + c];
   Kokkos::deep_copy(a.buf, h);
-  a.view = Kokkos::View<float**, Kokkos::LayoutStride, Mem>(a.buf.data(), Kokkos::LayoutStride(rows, a.s0, cols, a.s1));
+  a.view = Kokkos::View<float**, Kokkos::LayoutStride, Mem>(
+      a.buf.data(), Kokkos::LayoutStride(rows, a.s0, cols, a.s1));
   return a;
 }
 
@@ -209,8 +215,8 @@ inline gdn::bf16 storage_from_float<gdn::bf16>(float x) {
 
 template <class T>
 Pool<T> make_state(int slots, const gdn::HeadConfig& cfg, std::uint64_t seed) {
-  Pool<T> s(Kokkos::view_alloc("gdn_test::state", Kokkos::WithoutInitializing), slots, cfg.num_value_heads,
-            cfg.key_head_dim, cfg.value_head_dim);
+  Pool<T> s(Kokkos::view_alloc("gdn_test::state", Kokkos::WithoutInitializing), slots,
+            cfg.num_value_heads, cfg.key_head_dim, cfg.value_head_dim);
   auto h = Kokkos::create_mirror(s);
   std::mt19937_64 rng(seed);
   std::uniform_real_distribution<float> x(-0.5f, 0.5f);
@@ -222,8 +228,8 @@ Pool<T> make_state(int slots, const gdn::HeadConfig& cfg, std::uint64_t seed) {
 
 template <class T>
 Pool<T> make_ring(int rows, const gdn::HeadConfig& cfg, int ring_len, int stride) {
-  Pool<T> r(Kokkos::view_alloc("gdn_test::ring", Kokkos::WithoutInitializing), rows, cfg.num_key_heads, ring_len,
-            stride);
+  Pool<T> r(Kokkos::view_alloc("gdn_test::ring", Kokkos::WithoutInitializing), rows,
+            cfg.num_key_heads, ring_len, stride);
   auto h = Kokkos::create_mirror(r);
   unsigned char* p = reinterpret_cast<unsigned char*>(h.data());
   for (std::size_t i = 0; i < h.size(); ++i) {
@@ -238,8 +244,8 @@ Pool<T> make_ring(int rows, const gdn::HeadConfig& cfg, int ring_len, int stride
 
 template <class T>
 Pool<T> clone(const Pool<T>& a) {
-  Pool<T> b(Kokkos::view_alloc("gdn_test::clone", Kokkos::WithoutInitializing), a.extent(0), a.extent(1), a.extent(2),
-            a.extent(3));
+  Pool<T> b(Kokkos::view_alloc("gdn_test::clone", Kokkos::WithoutInitializing), a.extent(0),
+            a.extent(1), a.extent(2), a.extent(3));
   Kokkos::deep_copy(b, a);
   return b;
 }
@@ -273,18 +279,24 @@ std::vector<float> floats_of(const Pool<T>& v) {
 }
 
 // Bitwise equality with the first difference reported.
-inline ::testing::AssertionResult same_bytes(const std::vector<unsigned char>& a, const std::vector<unsigned char>& b) {
-  if (a.size() != b.size()) return ::testing::AssertionFailure() << "sizes differ: " << a.size() << " vs " << b.size();
+inline ::testing::AssertionResult same_bytes(const std::vector<unsigned char>& a,
+                                             const std::vector<unsigned char>& b) {
+  if (a.size() != b.size())
+    return ::testing::AssertionFailure() << "sizes differ: " << a.size() << " vs " << b.size();
   for (std::size_t i = 0; i < a.size(); ++i)
-    if (a[i] != b[i]) return ::testing::AssertionFailure() << "first differing byte at " << i << " of " << a.size();
+    if (a[i] != b[i])
+      return ::testing::AssertionFailure() << "first differing byte at " << i << " of " << a.size();
   return ::testing::AssertionSuccess();
 }
 
-inline ::testing::AssertionResult same_bits(const std::vector<float>& a, const std::vector<float>& b) {
-  if (a.size() != b.size()) return ::testing::AssertionFailure() << "sizes differ: " << a.size() << " vs " << b.size();
+inline ::testing::AssertionResult same_bits(const std::vector<float>& a,
+                                            const std::vector<float>& b) {
+  if (a.size() != b.size())
+    return ::testing::AssertionFailure() << "sizes differ: " << a.size() << " vs " << b.size();
   for (std::size_t i = 0; i < a.size(); ++i)
     if (std::memcmp(&a[i], &b[i], 4) != 0)
-      return ::testing::AssertionFailure() << "element " << i << " differs: " << a[i] << " vs " << b[i];
+      return ::testing::AssertionFailure()
+             << "element " << i << " differs: " << a[i] << " vs " << b[i];
   return ::testing::AssertionSuccess();
 }
 

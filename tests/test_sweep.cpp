@@ -22,9 +22,10 @@ TEST(Sweep, RandomizedCycles) {
     cs.layout = static_cast<Layout>(pick(0, 3));
     cs.seed = rng();
     const int dtype = pick(0, 3);
-    SCOPED_TRACE("case " + std::to_string(c) + ": nk=" + std::to_string(nk) + " G=" + std::to_string(G) +
-                 " D=" + std::to_string(d) + " B=" + std::to_string(B) + " RING_LEN=" + std::to_string(cs.ring_len) +
-                 " layout=" + layout_name(cs.layout) + " dtype=" + std::to_string(dtype));
+    SCOPED_TRACE("case " + std::to_string(c) + ": nk=" + std::to_string(nk) +
+                 " G=" + std::to_string(G) + " D=" + std::to_string(d) + " B=" + std::to_string(B) +
+                 " RING_LEN=" + std::to_string(cs.ring_len) + " layout=" + layout_name(cs.layout) +
+                 " dtype=" + std::to_string(dtype));
     switch (dtype) {
       case 0:
         run_cycle<float, float>(cs);

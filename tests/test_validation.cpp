@@ -26,7 +26,9 @@ struct CallSetup {
   Index acc = to_device({2, 1, 0});
 
   void fwd() const { gdn::recurrence_fwd(space, cfg, d.in, slots, state, out.view); }
-  void verify() const { gdn::recurrence_verify_ring(space, cfg, d.in, slots, state, out.view, rslots, ring); }
+  void verify() const {
+    gdn::recurrence_verify_ring(space, cfg, d.in, slots, state, out.view, rslots, ring);
+  }
   void fold() const { gdn::state_fold(space, cfg, srows, state, rrows, ring, acc); }
 };
 
@@ -44,7 +46,9 @@ gdn::TokenInputs<Mem> with_qkv(const CallSetup& s, const Strided2D& a) {
   return in;
 }
 
-Strided2D dense(std::size_t r, std::size_t c) { return make_2d(r, c, Layout::Dense, nullptr, 0x3f000000u); }
+Strided2D dense(std::size_t r, std::size_t c) {
+  return make_2d(r, c, Layout::Dense, nullptr, 0x3f000000u);
+}
 
 const char* kFwd = "gdn::recurrence_fwd";
 const char* kVer = "gdn::recurrence_verify_ring";
@@ -209,7 +213,9 @@ TEST_P(Rejects, ThrowsNamesArgumentAndChangesNothing) {
 }
 
 INSTANTIATE_TEST_SUITE_P(BadInput, Rejects, ::testing::ValuesIn(cases()),
-                         [](const ::testing::TestParamInfo<Case>& i) { return std::string(i.param.name); });
+                         [](const ::testing::TestParamInfo<Case>& i) {
+                           return std::string(i.param.name);
+                         });
 
 // The valid setup itself passes, with and without the checking mode (so the
 // cases above fail for the reason they name).
@@ -229,19 +235,22 @@ TEST(Checking, ValidCallsPassWithAndWithoutChecking) {
 TEST(Checking, RecordingRowsMayShareAStateRow) {
   CallSetup s;
   gdn::set_index_checking(true);
-  EXPECT_NO_THROW(
-      gdn::recurrence_verify_ring(s.space, s.cfg, s.d.in, to_device({1, 1, 1}), s.state, s.out.view, s.rslots, s.ring));
+  EXPECT_NO_THROW(gdn::recurrence_verify_ring(s.space, s.cfg, s.d.in, to_device({1, 1, 1}), s.state,
+                                              s.out.view, s.rslots, s.ring));
   gdn::set_index_checking(false);
   s.space.fence();
 }
 
-// Rows the fold skips (n == 0, n > RING_LEN) and empty rows are not checked: padding entries may hold anything.
+// Rows the fold skips (n == 0, n > RING_LEN) and empty rows are not checked: padding entries may
+// hold anything.
 TEST(Checking, SkippedRowsMayHoldAnyIndex) {
   CallSetup s;
   gdn::set_index_checking(true);
   EXPECT_NO_THROW(gdn::state_fold(s.space, s.cfg, to_device(2, 3, {2, 0, 999, 3, 1, 999}), s.state,
-                                  to_device(2, 3, {0, 1, 999, 2, 0, 999}), s.ring, to_device({2, 9, 0})));
-  EXPECT_NO_THROW(gdn::recurrence_fwd(s.space, s.cfg, s.d.in, to_device({2, 0, 12345}), s.state, s.out.view));
+                                  to_device(2, 3, {0, 1, 999, 2, 0, 999}), s.ring,
+                                  to_device({2, 9, 0})));
+  EXPECT_NO_THROW(
+      gdn::recurrence_fwd(s.space, s.cfg, s.d.in, to_device({2, 0, 12345}), s.state, s.out.view));
   gdn::set_index_checking(false);
   s.space.fence();
 }

@@ -29,20 +29,22 @@ int main(int argc, char* argv[]) {
     const int nk = cfg.num_key_heads, dk = cfg.key_head_dim, dv = cfg.value_head_dim;
     const int stride = int(gdn::ring_record_elements(dk, dv, cfg.group_size()));  // no padding
 
-    Matrix qkv("qkv", tokens, conv_dim);                           // [tokens, conv_dim]
-    Matrix decay("decay", tokens, nv), beta("beta", tokens, nv);   // [tokens, nv]
-    Matrix out("out", tokens, cfg.value_dim());                    // [tokens, value_dim]
-    Pool state("state", batch, nv, dk, dv);                        // [slots, nv, Dk, Dv]
-    Pool ring("ring", batch, nk, window, stride);                  // [ring_rows, nk, RING_LEN, record_stride]
-    Index offsets("offsets", batch + 1);                           // [B+1]
-    Index slots("slots", batch), ring_slots("ring_slots", batch);  // [B]
-    Index accepted("accepted", batch);                             // [B]
+    Matrix qkv("qkv", tokens, conv_dim);                          // [tokens, conv_dim]
+    Matrix decay("decay", tokens, nv), beta("beta", tokens, nv);  // [tokens, nv]
+    Matrix out("out", tokens, cfg.value_dim());                   // [tokens, value_dim]
+    Pool state("state", batch, nv, dk, dv);                       // [slots, nv, Dk, Dv]
+    Pool ring("ring", batch, nk, window, stride);  // [ring_rows, nk, RING_LEN, record_stride]
+    Index offsets("offsets", batch + 1);           // [B+1]
+    Index slots("slots", batch), ring_slots("ring_slots", batch);                // [B]
+    Index accepted("accepted", batch);                                           // [B]
     Table state_rows("state_rows", 1, batch), ring_rows("ring_rows", 1, batch);  // [L = 1, B]
 
     // Any inputs in range will do: qkv in [-1, 1], decay in (0, 1], beta in (0, 1).
     Kokkos::parallel_for(
-        "quickstart::inputs", Kokkos::RangePolicy<ExecSpace>(space, 0, tokens), KOKKOS_LAMBDA(int t) {
-          for (long c = 0; c < conv_dim; ++c) qkv(t, c) = sinf(0.37f * float(t) + 0.011f * float(c));
+        "quickstart::inputs", Kokkos::RangePolicy<ExecSpace>(space, 0, tokens),
+        KOKKOS_LAMBDA(int t) {
+          for (long c = 0; c < conv_dim; ++c)
+            qkv(t, c) = sinf(0.37f * float(t) + 0.011f * float(c));
           for (int h = 0; h < nv; ++h) {
             decay(t, h) = 0.9f + 0.02f * float(h);
             beta(t, h) = 0.5f;
@@ -52,7 +54,8 @@ int main(int argc, char* argv[]) {
     // [B, 2]: row b holds the offsets {0, n_b} of sequence b alone
     Kokkos::View<std::uint32_t**, Kokkos::LayoutRight, Mem> pre_offsets("pre_offsets", batch, 2);
     Kokkos::parallel_for(
-        "quickstart::indices", Kokkos::RangePolicy<ExecSpace>(space, 0, batch + 1), KOKKOS_LAMBDA(int b) {
+        "quickstart::indices", Kokkos::RangePolicy<ExecSpace>(space, 0, batch + 1),
+        KOKKOS_LAMBDA(int b) {
           offsets(b) = std::uint32_t(b * window);  // every row drafts `window` tokens
           if (b == batch) return;
           slots(b) = state_rows(0, b) = std::uint32_t(b);
@@ -89,15 +92,17 @@ int main(int argc, char* argv[]) {
     bool same = std::memcmp(h_state.data(), h_replay.data(), h_state.span() * sizeof(float)) == 0;
     for (int b = 0; b < batch; ++b)  // only the accepted tokens' outputs have a replay
       for (int t = b * window; t < b * window + int(b == 0 ? n0 : n1); ++t)
-        same = same && std::memcmp(&h_out(t, 0), &h_replay_out(t, 0), sizeof(float) * cfg.value_dim()) == 0;
+        same = same &&
+               std::memcmp(&h_out(t, 0), &h_replay_out(t, 0), sizeof(float) * cfg.value_dim()) == 0;
 
     std::printf("execution space: %s\n", ExecSpace::name());
-    std::printf("verify out[token 0, 0..3]: %+.6f %+.6f %+.6f %+.6f\n", h_out(0, 0), h_out(0, 1), h_out(0, 2),
-                h_out(0, 3));
+    std::printf("verify out[token 0, 0..3]: %+.6f %+.6f %+.6f %+.6f\n", h_out(0, 0), h_out(0, 1),
+                h_out(0, 2), h_out(0, 3));
     std::printf("accepted: %u of %d and %u of %d drafted tokens\n", n0, window, n1, window);
-    std::printf("folded S[seq 0, head 0, row 0, 0..2]: %+.6f %+.6f %+.6f\n", h_state(0, 0, 0, 0), h_state(0, 0, 0, 1),
-                h_state(0, 0, 0, 2));
-    std::printf("fold(verify) == forward(accepted prefix), state and outputs bit for bit: %s\n", same ? "yes" : "no");
+    std::printf("folded S[seq 0, head 0, row 0, 0..2]: %+.6f %+.6f %+.6f\n", h_state(0, 0, 0, 0),
+                h_state(0, 0, 0, 1), h_state(0, 0, 0, 2));
+    std::printf("fold(verify) == forward(accepted prefix), state and outputs bit for bit: %s\n",
+                same ? "yes" : "no");
     rc = same ? 0 : 1;
   }
   Kokkos::finalize();

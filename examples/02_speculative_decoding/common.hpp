@@ -45,9 +45,10 @@ struct MemoryFootprint {
 template <class StateT>
 MemoryFootprint footprint(const Options& o, const gdn::HeadConfig& cfg, std::size_t record_stride) {
   const double rows = double(o.layers) * o.batch;
-  const double state_row = double(cfg.num_value_heads) * cfg.key_head_dim * cfg.value_head_dim * sizeof(StateT);
-  const double token =
-      sizeof(float) * double(cfg.conv_dim() + 2 * cfg.num_value_heads + cfg.value_dim());  // qkv, decay, beta, out
+  const double state_row =
+      double(cfg.num_value_heads) * cfg.key_head_dim * cfg.value_head_dim * sizeof(StateT);
+  const double token = sizeof(float) * double(cfg.conv_dim() + 2 * cfg.num_value_heads +
+                                              cfg.value_dim());  // qkv, decay, beta, out
   const double drafted = double(o.batch) * o.window;
   MemoryFootprint m;
   m.state_pool = rows * state_row;
@@ -69,20 +70,21 @@ struct Totals {
 };
 
 template <class StateT>
-void print_summary(const Options& o, const gdn::HeadConfig& cfg, std::size_t record_stride, const Totals& t,
-                   bool exact) {
+void print_summary(const Options& o, const gdn::HeadConfig& cfg, std::size_t record_stride,
+                   const Totals& t, bool exact) {
   const MemoryFootprint m = footprint<StateT>(o, cfg, record_stride);
   const double steps = t.steps > 0 ? t.steps : 1;
   const double busy = t.verify_s + t.fold_s;
-  std::printf("\nsummary (%s, %d layers, batch %d, window %d%s, state %s)\n", ExecSpace::name(), o.layers, o.batch,
-              o.window, o.ragged ? " ragged" : "", dtype_name<StateT>());
+  std::printf("\nsummary (%s, %d layers, batch %d, window %d%s, state %s)\n", ExecSpace::name(),
+              o.layers, o.batch, o.window, o.ragged ? " ragged" : "", dtype_name<StateT>());
   std::printf("  steps                 %d\n", t.steps);
   std::printf("  drafted tokens        %lld\n", t.drafted);
-  std::printf("  accepted tokens       %lld (%.1f%% of drafted, %.2f per sequence and step)\n", t.accepted,
-              t.drafted > 0 ? 100.0 * double(t.accepted) / double(t.drafted) : 0.0,
+  std::printf("  accepted tokens       %lld (%.1f%% of drafted, %.2f per sequence and step)\n",
+              t.accepted, t.drafted > 0 ? 100.0 * double(t.accepted) / double(t.drafted) : 0.0,
               double(t.accepted) / (steps * o.batch));
   std::printf("  time per step         verify %.3f ms + fold %.3f ms = %.3f ms (%d layer%s)\n",
-              1e3 * t.verify_s / steps, 1e3 * t.fold_s / steps, 1e3 * busy / steps, o.layers, o.layers == 1 ? "" : "s");
+              1e3 * t.verify_s / steps, 1e3 * t.fold_s / steps, 1e3 * busy / steps, o.layers,
+              o.layers == 1 ? "" : "s");
   std::printf("  tokens per second     %.1f (accepted tokens / (verify + fold time))\n",
               busy > 0 ? double(t.accepted) / busy : 0.0);
   std::printf(

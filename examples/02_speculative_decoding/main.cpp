@@ -52,8 +52,8 @@ KOKKOS_INLINE_FUNCTION float open_unit(std::uint64_t key, std::uint64_t index) {
 }
 
 /// New draft inputs for every layer: qkv in (-1, 1), decay in (0.8, 1), beta in (0, 1).
-inline void draw_inputs(const ExecSpace& space, std::uint64_t key, const Tokens3D& qkv, const Tokens3D& decay,
-                        const Tokens3D& beta) {
+inline void draw_inputs(const ExecSpace& space, std::uint64_t key, const Tokens3D& qkv,
+                        const Tokens3D& decay, const Tokens3D& beta) {
   const std::size_t n_qkv = qkv.size(), n_gate = decay.size();
   float* q = qkv.data();  // dense LayoutRight: one flat index per element
   float* d = decay.data();
@@ -62,7 +62,8 @@ inline void draw_inputs(const ExecSpace& space, std::uint64_t key, const Tokens3
       "gdn_demo::draw_qkv", Kokkos::RangePolicy<ExecSpace>(space, 0, n_qkv),
       KOKKOS_LAMBDA(std::size_t i) { q[i] = 2.0f * open_unit(key, i) - 1.0f; });
   Kokkos::parallel_for(
-      "gdn_demo::draw_gates", Kokkos::RangePolicy<ExecSpace>(space, 0, n_gate), KOKKOS_LAMBDA(std::size_t i) {
+      "gdn_demo::draw_gates", Kokkos::RangePolicy<ExecSpace>(space, 0, n_gate),
+      KOKKOS_LAMBDA(std::size_t i) {
         d[i] = 1.0f - 0.2f * open_unit(key, n_qkv + i);
         be[i] = open_unit(key, n_qkv + n_gate + i);
       });
@@ -103,11 +104,13 @@ int simulate(const Options& o) {
 
   // The library checks the head geometry on every call and throws
   // gdn::InvalidArgument; an empty fold asks it before anything large is allocated.
-  gdn::state_fold(space, cfg, Table("probe", 0, 0), Pool<StateT>("probe", 0, nv, Dk, Dv), Table("probe", 0, 0),
-                  Pool<float>("probe", 0, nk, W, record_stride), Index("probe", 0));
+  gdn::state_fold(space, cfg, Table("probe", 0, 0), Pool<StateT>("probe", 0, nv, Dk, Dv),
+                  Table("probe", 0, 0), Pool<float>("probe", 0, nk, W, record_stride),
+                  Index("probe", 0));
 
   const MemoryFootprint mem = footprint<StateT>(o, cfg, record_stride);
-  std::printf("gdn_speculative_demo on %s (concurrency %d)\n", ExecSpace::name(), int(space.concurrency()));
+  std::printf("gdn_speculative_demo on %s (concurrency %d)\n", ExecSpace::name(),
+              int(space.concurrency()));
   std::printf("  %d layers, batch %d, window %d%s, %d steps; nk %d, nv %d, Dk = Dv = %d\n", L, B, W,
               o.ragged ? " (ragged)" : "", o.steps, nk, nv, Dk);
   std::printf("  state %s, ring float; accept-prob %.2f, seed %llu, %d layer(s) checked per step\n",
@@ -119,7 +122,8 @@ int simulate(const Options& o) {
   std::fflush(stdout);
 
   // ---- the model: pools, row tables, per-layer inputs and outputs ----------
-  Pool<StateT> state(Kokkos::view_alloc("gdn_demo::state", Kokkos::WithoutInitializing), L * B, nv, Dk,
+  Pool<StateT> state(Kokkos::view_alloc("gdn_demo::state", Kokkos::WithoutInitializing), L * B, nv,
+                     Dk,
                      Dv);  // [slots, nv, Dk, Dv]
   Pool<float> ring(Kokkos::view_alloc("gdn_demo::ring", Kokkos::WithoutInitializing), L * B, nk, W,
                    record_stride);  // [ring_rows, nk, RING_LEN, record_stride]
@@ -178,7 +182,8 @@ int simulate(const Options& o) {
     timer.reset();
     for (int l = 0; l < L; ++l) {
       gdn::recurrence_verify_ring(space, cfg, layer_inputs[l], state_rows.per_layer[l], state,
-                                  Kokkos::subview(out, l, Kokkos::ALL, Kokkos::ALL), ring_rows.per_layer[l], ring);
+                                  Kokkos::subview(out, l, Kokkos::ALL, Kokkos::ALL),
+                                  ring_rows.per_layer[l], ring);
     }
     space.fence();
     const double verify_s = timer.seconds();
@@ -208,8 +213,8 @@ int simulate(const Options& o) {
     totals.fold_s += fold_s;
 
     // Exactness (not timed).
-    const Mismatch bad =
-        check.replay_and_compare(space, state, state_rows.host, qkv, decay, beta, out, h_offsets, h_num_accepted);
+    const Mismatch bad = check.replay_and_compare(space, state, state_rows.host, qkv, decay, beta,
+                                                  out, h_offsets, h_num_accepted);
     if (bad.found) {
       std::printf(
           "\nMISMATCH at step %d, layer %d, sequence %d (%u of %u drafted tokens "
@@ -256,7 +261,8 @@ int main(int argc, char* argv[]) {
   Kokkos::initialize(argc, argv);
   int rc = 0;
   try {  // every view lives inside simulate(), so all are gone before finalize
-    rc = options.bf16_state ? gdn_demo::simulate<gdn::bf16>(options) : gdn_demo::simulate<float>(options);
+    rc = options.bf16_state ? gdn_demo::simulate<gdn::bf16>(options)
+                            : gdn_demo::simulate<float>(options);
   } catch (const gdn::InvalidArgument& e) {  // e.g. a head geometry the library does not support
     std::fprintf(stderr, "%s: rejected by the library: %s\n", argv[0], e.what());
     rc = 2;

@@ -69,8 +69,8 @@ inline void print_help(const char* program) {
       "\n"
       "Exit status: 0 exact, 1 a mismatch or a runtime error, 2 a bad option or a head\n"
       "geometry the library rejects.\n",
-      program, d.layers, d.batch, d.window, d.steps, d.nk, d.nv, d.head_dim, static_cast<unsigned long long>(d.seed),
-      d.accept_prob, d.check_layers);
+      program, d.layers, d.batch, d.window, d.steps, d.nk, d.nv, d.head_dim,
+      static_cast<unsigned long long>(d.seed), d.accept_prob, d.check_layers);
 }
 
 enum class ParseResult { run, help, error };
@@ -174,7 +174,8 @@ inline ParseResult parse_options(int argc, char* argv[], Options& o, std::string
       if (!has_value || !detail::parse_u64(value, o.seed)) return bad("an unsigned 64-bit integer");
     } else if (!known && arg == "--accept-prob") {
       known = true;
-      if (!has_value || !detail::parse_probability(value, o.accept_prob)) return bad("a number in [0, 1]");
+      if (!has_value || !detail::parse_probability(value, o.accept_prob))
+        return bad("a number in [0, 1]");
     }
     if (!known) {
       message = "unknown option '" + std::string(argv[i]) + "'";
@@ -184,8 +185,8 @@ inline ParseResult parse_options(int argc, char* argv[], Options& o, std::string
   }
   if (o.check_layers > o.layers) {
     if (check_layers_given) {
-      message = "option --check-layers: expected an integer in [1, --layers = " + std::to_string(o.layers) + "], got " +
-                std::to_string(o.check_layers);
+      message = "option --check-layers: expected an integer in [1, --layers = " +
+                std::to_string(o.layers) + "], got " + std::to_string(o.check_layers);
       return ParseResult::error;
     }
     o.check_layers = o.layers;  // the default sample, on a model with fewer layers

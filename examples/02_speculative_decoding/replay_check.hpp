@@ -48,12 +48,14 @@ inline float as_float(float x) { return x; }
 inline float as_float(gdn::bf16 x) { return static_cast<float>(x); }
 
 /// Copies the rows `source[0 .. tokens)` of layer `layer` into compact [tokens, *] arrays.
-inline void gather_tokens(const ExecSpace& space, int layer, const Tokens3D& qkv, const Tokens3D& decay,
-                          const Tokens3D& beta, const Index& source, int tokens, const Tokens2D& pre_qkv,
-                          const Tokens2D& pre_decay, const Tokens2D& pre_beta) {
+inline void gather_tokens(const ExecSpace& space, int layer, const Tokens3D& qkv,
+                          const Tokens3D& decay, const Tokens3D& beta, const Index& source,
+                          int tokens, const Tokens2D& pre_qkv, const Tokens2D& pre_decay,
+                          const Tokens2D& pre_beta) {
   const std::size_t conv_dim = qkv.extent(2), nv = decay.extent(2);
   Kokkos::parallel_for(
-      "gdn_demo::gather_accepted", Kokkos::RangePolicy<ExecSpace>(space, 0, std::size_t(tokens) * conv_dim),
+      "gdn_demo::gather_accepted",
+      Kokkos::RangePolicy<ExecSpace>(space, 0, std::size_t(tokens) * conv_dim),
       KOKKOS_LAMBDA(std::size_t i) {
         const std::size_t t = i / conv_dim, c = i % conv_dim;
         const std::uint32_t s = source(t);
@@ -72,8 +74,9 @@ class ReplayCheck {
   ReplayCheck(const gdn::HeadConfig& cfg, int batch, int window, int sample)
       : m_cfg(cfg),
         m_batch(batch),
-        m_snapshot(Kokkos::view_alloc("gdn_demo::snapshot", Kokkos::WithoutInitializing), std::size_t(sample) * batch,
-                   cfg.num_value_heads, cfg.key_head_dim, cfg.value_head_dim),
+        m_snapshot(Kokkos::view_alloc("gdn_demo::snapshot", Kokkos::WithoutInitializing),
+                   std::size_t(sample) * batch, cfg.num_value_heads, cfg.key_head_dim,
+                   cfg.value_head_dim),
         m_pre_qkv("gdn_demo::pre_qkv", std::size_t(batch) * window, cfg.conv_dim()),
         m_pre_decay("gdn_demo::pre_decay", std::size_t(batch) * window, cfg.num_value_heads),
         m_pre_beta("gdn_demo::pre_beta", std::size_t(batch) * window, cfg.num_value_heads),
@@ -89,8 +92,8 @@ class ReplayCheck {
   }
 
   /// Copies aside the state rows of `layers` (this step's sample) before verify.
-  void snapshot(const ExecSpace& space, const Pool<StateT>& state, const std::vector<std::uint32_t>& state_rows,
-                const std::vector<int>& layers) {
+  void snapshot(const ExecSpace& space, const Pool<StateT>& state,
+                const std::vector<std::uint32_t>& state_rows, const std::vector<int>& layers) {
     m_layers = layers;
     for (std::size_t c = 0; c < layers.size(); ++c) {
       for (int b = 0; b < m_batch; ++b) {
@@ -103,9 +106,9 @@ class ReplayCheck {
   /// After the fold: replays the accepted tokens of the sampled layers and compares.
   /// `offsets` and `accepted` are the host copies of the step's row offsets and num_accepted.
   Mismatch replay_and_compare(const ExecSpace& space, const Pool<StateT>& state,
-                              const std::vector<std::uint32_t>& state_rows, const Tokens3D& qkv, const Tokens3D& decay,
-                              const Tokens3D& beta, const Tokens3D& out, const HostIndex& offsets,
-                              const HostIndex& accepted) {
+                              const std::vector<std::uint32_t>& state_rows, const Tokens3D& qkv,
+                              const Tokens3D& decay, const Tokens3D& beta, const Tokens3D& out,
+                              const HostIndex& offsets, const HostIndex& accepted) {
     // The accepted prefix of every sequence as a batch of its own.
     m_h_pre_offsets(0) = 0;
     for (int b = 0; b < m_batch; ++b) {
@@ -120,42 +123,47 @@ class ReplayCheck {
     const auto rows = std::make_pair(0, tokens);
     const gdn::TokenInputs<Mem> prefix{Kokkos::subview(m_pre_qkv, rows, Kokkos::ALL),
                                        Kokkos::subview(m_pre_decay, rows, Kokkos::ALL),
-                                       Kokkos::subview(m_pre_beta, rows, Kokkos::ALL), m_pre_offsets};
+                                       Kokkos::subview(m_pre_beta, rows, Kokkos::ALL),
+                                       m_pre_offsets};
     const std::size_t out_bytes = sizeof(float) * std::size_t(m_cfg.value_dim());
 
     Mismatch bad;
     for (std::size_t c = 0; c < m_layers.size() && !bad.found; ++c) {
       const int l = m_layers[c];
-      gather_tokens(space, l, qkv, decay, beta, m_pre_source, tokens, m_pre_qkv, m_pre_decay, m_pre_beta);
+      gather_tokens(space, l, qkv, decay, beta, m_pre_source, tokens, m_pre_qkv, m_pre_decay,
+                    m_pre_beta);
       const auto slots = std::make_pair(c * m_batch, (c + 1) * m_batch);
       gdn::recurrence_fwd(space, m_cfg, prefix, Kokkos::subview(m_replay_slots, slots), m_snapshot,
                           Kokkos::subview(m_replay_out, rows, Kokkos::ALL));
       space.fence();
 
-      auto h_out =
-          Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), Kokkos::subview(out, l, Kokkos::ALL, Kokkos::ALL));
+      auto h_out = Kokkos::create_mirror_view_and_copy(
+          Kokkos::HostSpace(), Kokkos::subview(out, l, Kokkos::ALL, Kokkos::ALL));
       auto h_replay_out = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), m_replay_out);
       for (int b = 0; b < m_batch && !bad.found; ++b) {
         const std::uint32_t row = state_rows[std::size_t(l) * m_batch + b];
-        auto folded = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), state_row(state, row));
-        auto replayed =
-            Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), state_row(m_snapshot, c * m_batch + b));
+        auto folded =
+            Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), state_row(state, row));
+        auto replayed = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(),
+                                                            state_row(m_snapshot, c * m_batch + b));
         const std::size_t state_bytes = folded.span() * sizeof(StateT);
         const std::size_t sd = first_difference(folded.data(), replayed.data(), state_bytes);
         char line[512];
         if (sd != state_bytes) {
-          const std::size_t e = sd / sizeof(StateT), Dk = m_cfg.key_head_dim, Dv = m_cfg.value_head_dim;
+          const std::size_t e = sd / sizeof(StateT), Dk = m_cfg.key_head_dim,
+                            Dv = m_cfg.value_head_dim;
           std::snprintf(line, sizeof line,
                         "  folded state (pool row %u) != forward replay of the accepted tokens:\n"
                         "  value head %zu, S[%zu][%zu]: fold %.9g, replay %.9g\n",
-                        row, e / (Dk * Dv), (e / Dv) % Dk, e % Dv, double(as_float(folded.data()[e])),
-                        double(as_float(replayed.data()[e])));
+                        row, e / (Dk * Dv), (e / Dv) % Dk, e % Dv,
+                        double(as_float(folded.data()[e])), double(as_float(replayed.data()[e])));
           bad = Mismatch{true, l, b, line};
           break;
         }
         for (std::uint32_t p = 0; p < accepted(b); ++p) {
           const std::size_t t_verify = offsets(b) + p, t_replay = m_h_pre_offsets(b) + p;
-          const std::size_t od = first_difference(&h_out(t_verify, 0), &h_replay_out(t_replay, 0), out_bytes);
+          const std::size_t od =
+              first_difference(&h_out(t_verify, 0), &h_replay_out(t_replay, 0), out_bytes);
           if (od == out_bytes) continue;
           const std::size_t j = od / sizeof(float);
           std::snprintf(line, sizeof line,

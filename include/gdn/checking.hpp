@@ -19,7 +19,8 @@ namespace gdn {
 
 /// \brief Turn the index checking mode on or off (process-wide, thread-safe).
 void set_index_checking(bool enabled);
-/// \brief Whether the index checking mode is on (initially: `GDN_CHECK_INDICES` is set and not "0").
+/// \brief Whether the index checking mode is on (initially: `GDN_CHECK_INDICES` is set and not
+/// "0").
 bool index_checking_enabled();
 
 }  // namespace gdn

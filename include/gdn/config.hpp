@@ -22,7 +22,9 @@ struct HeadConfig {
   int value_head_dim = 0;   ///< Dv
 
   /// G = nv / nk, the value heads that share one key head.
-  constexpr int group_size() const { return num_key_heads > 0 ? num_value_heads / num_key_heads : 0; }
+  constexpr int group_size() const {
+    return num_key_heads > 0 ? num_value_heads / num_key_heads : 0;
+  }
   /// nk * Dk
   constexpr long key_dim() const { return long(num_key_heads) * key_head_dim; }
   /// nv * Dv

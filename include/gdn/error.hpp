@@ -15,9 +15,10 @@ namespace gdn {
 /// `function()` and `argument()` give the two names separately.
 class InvalidArgument : public std::invalid_argument {
  public:
-  InvalidArgument(const std::string& function, const std::string& argument, const std::string& expected,
-                  const std::string& got)
-      : std::invalid_argument(function + ": argument '" + argument + "': expected " + expected + ", got " + got),
+  InvalidArgument(const std::string& function, const std::string& argument,
+                  const std::string& expected, const std::string& got)
+      : std::invalid_argument(function + ": argument '" + argument + "': expected " + expected +
+                              ", got " + got),
         m_function(function),
         m_argument(argument) {}
   /// the entry point that rejected the call, e.g. `gdn::recurrence_fwd`

@@ -37,14 +37,17 @@ namespace gdn {
 ///         view shape, before anything is launched; with index checking on
 ///         (checking.hpp) also for bad offsets or slots.
 template <class ExecSpace, class StateView, class OutView>
-void recurrence_fwd(const ExecSpace& space, const HeadConfig& cfg,
-                    const TokenInputs<typename ExecSpace::memory_space>& inputs,
-                    const Kokkos::View<const std::uint32_t*, typename ExecSpace::memory_space>& state_slots,
-                    const StateView& state, const OutView& out) {
+void recurrence_fwd(
+    const ExecSpace& space, const HeadConfig& cfg,
+    const TokenInputs<typename ExecSpace::memory_space>& inputs,
+    const Kokkos::View<const std::uint32_t*, typename ExecSpace::memory_space>& state_slots,
+    const StateView& state, const OutView& out) {
   using M = typename ExecSpace::memory_space;
-  static_assert(Kokkos::is_execution_space<ExecSpace>::value,
-                "gdn::recurrence_fwd: the first argument must be a Kokkos execution space instance");
-  static_assert(Kokkos::is_view<StateView>::value, "gdn::recurrence_fwd: state must be a Kokkos::View");
+  static_assert(
+      Kokkos::is_execution_space<ExecSpace>::value,
+      "gdn::recurrence_fwd: the first argument must be a Kokkos execution space instance");
+  static_assert(Kokkos::is_view<StateView>::value,
+                "gdn::recurrence_fwd: state must be a Kokkos::View");
   using SP = Impl::PoolViewTraits<ExecSpace, StateView>;
   static_assert(SP::rank_ok, "gdn::recurrence_fwd: state must have rank 4 [slots, nv, Dk, Dv]");
   static_assert(SP::type_ok, "gdn::recurrence_fwd: state value type must be float or gdn::bf16");
@@ -53,15 +56,16 @@ void recurrence_fwd(const ExecSpace& space, const HeadConfig& cfg,
   static_assert(SP::layout_ok, "gdn::recurrence_fwd: state must be LayoutRight (a dense pool)");
   static_assert(SP::space_ok, "gdn::recurrence_fwd: state must live in ExecSpace::memory_space");
   static_assert(Kokkos::is_view<OutView>::value, "gdn::recurrence_fwd: out must be a Kokkos::View");
-  static_assert(unsigned(OutView::rank) == 2, "gdn::recurrence_fwd: out must have rank 2 [tokens, value_dim]");
+  static_assert(unsigned(OutView::rank) == 2,
+                "gdn::recurrence_fwd: out must have rank 2 [tokens, value_dim]");
   static_assert(std::is_same<typename OutView::value_type, float>::value,
                 "gdn::recurrence_fwd: out value type must be (non-const) float");
   static_assert(std::is_same<typename OutView::memory_space, M>::value,
                 "gdn::recurrence_fwd: out must live in ExecSpace::memory_space");
   Impl::ScopedRegion region("gdn::recurrence_fwd");
   using StateT = typename SP::value_type;
-  Impl::FwdLauncher<ExecSpace, StateT>::run(space, cfg, inputs, state_slots, Impl::PoolView<StateT, M>(state),
-                                            Impl::OutView<M>(out));
+  Impl::FwdLauncher<ExecSpace, StateT>::run(
+      space, cfg, inputs, state_slots, Impl::PoolView<StateT, M>(state), Impl::OutView<M>(out));
 }
 
 }  // namespace gdn

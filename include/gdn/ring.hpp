@@ -37,10 +37,13 @@ struct RingLayout {
   }
   /// the decay of group position g
   constexpr std::size_t decay_offset(int g) const {
-    return static_cast<std::size_t>(key_head_dim) + static_cast<std::size_t>(group_size) * value_head_dim + g;
+    return static_cast<std::size_t>(key_head_dim) +
+           static_cast<std::size_t>(group_size) * value_head_dim + g;
   }
   /// elements used by one record
-  constexpr std::size_t elements() const { return ring_record_elements(key_head_dim, value_head_dim, group_size); }
+  constexpr std::size_t elements() const {
+    return ring_record_elements(key_head_dim, value_head_dim, group_size);
+  }
 };
 }  // namespace Experimental
 

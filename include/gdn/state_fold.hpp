@@ -35,17 +35,18 @@ namespace gdn {
 /// \param state_rows    [L, B] pool row of layer l, sequence b
 /// \param state         [slots, nv, Dk, Dv] LayoutRight float or gdn::bf16 pool (all layers' rows)
 /// \param ring_rows     [L, B] ring row of layer l, sequence b
-/// \param ring          [ring_rows, nk, RING_LEN, record_stride] LayoutRight float or gdn::bf16, read only
-/// \param num_accepted  [B] accepted tokens of each sequence
-/// \throws gdn::InvalidArgument for a bad geometry or shape (before any launch); with
+/// \param ring          [ring_rows, nk, RING_LEN, record_stride] LayoutRight float or gdn::bf16,
+/// read only \param num_accepted  [B] accepted tokens of each sequence \throws gdn::InvalidArgument
+/// for a bad geometry or shape (before any launch); with
 ///         index checking on, also for out-of-range or conflicting rows.
 template <class ExecSpace, class StateView, class RingView>
-void state_fold(const ExecSpace& space, const HeadConfig& cfg,
-                const Kokkos::View<const std::uint32_t**, typename ExecSpace::memory_space>& state_rows,
-                const StateView& state,
-                const Kokkos::View<const std::uint32_t**, typename ExecSpace::memory_space>& ring_rows,
-                const RingView& ring,
-                const Kokkos::View<const std::uint32_t*, typename ExecSpace::memory_space>& num_accepted) {
+void state_fold(
+    const ExecSpace& space, const HeadConfig& cfg,
+    const Kokkos::View<const std::uint32_t**, typename ExecSpace::memory_space>& state_rows,
+    const StateView& state,
+    const Kokkos::View<const std::uint32_t**, typename ExecSpace::memory_space>& ring_rows,
+    const RingView& ring,
+    const Kokkos::View<const std::uint32_t*, typename ExecSpace::memory_space>& num_accepted) {
   using M = typename ExecSpace::memory_space;
   static_assert(Kokkos::is_execution_space<ExecSpace>::value,
                 "gdn::state_fold: the first argument must be a Kokkos execution space instance");
@@ -59,7 +60,8 @@ void state_fold(const ExecSpace& space, const HeadConfig& cfg,
   static_assert(SP::space_ok, "gdn::state_fold: state must live in ExecSpace::memory_space");
   static_assert(Kokkos::is_view<RingView>::value, "gdn::state_fold: ring must be a Kokkos::View");
   using RP = Impl::PoolViewTraits<ExecSpace, RingView>;
-  static_assert(RP::rank_ok, "gdn::state_fold: ring must have rank 4 [ring_rows, nk, RING_LEN, record_stride]");
+  static_assert(RP::rank_ok,
+                "gdn::state_fold: ring must have rank 4 [ring_rows, nk, RING_LEN, record_stride]");
   static_assert(RP::type_ok, "gdn::state_fold: ring value type must be float or gdn::bf16");
   static_assert(RP::layout_ok, "gdn::state_fold: ring must be LayoutRight");
   static_assert(RP::space_ok, "gdn::state_fold: ring must live in ExecSpace::memory_space");

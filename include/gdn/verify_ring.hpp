@@ -20,7 +20,8 @@
 
 namespace gdn {
 
-/// \brief Run the recurrence over a drafted window; record a ring instead of writing the state back.
+/// \brief Run the recurrence over a drafted window; record a ring instead of writing the state
+/// back.
 ///
 /// `out` is bit-identical to what `recurrence_fwd` writes from the same state.
 /// A sequence of length L with 0 < L <= RING_LEN (= ring.extent(2)) leaves its
@@ -44,44 +45,58 @@ namespace gdn {
 /// \throws gdn::InvalidArgument for a bad geometry or shape (before any launch); with
 ///         index checking on, also for bad offsets, slots or ring slots.
 template <class ExecSpace, class StateView, class OutView, class RingView>
-void recurrence_verify_ring(const ExecSpace& space, const HeadConfig& cfg,
-                            const TokenInputs<typename ExecSpace::memory_space>& inputs,
-                            const Kokkos::View<const std::uint32_t*, typename ExecSpace::memory_space>& state_slots,
-                            const StateView& state, const OutView& out,
-                            const Kokkos::View<const std::uint32_t*, typename ExecSpace::memory_space>& ring_slots,
-                            const RingView& ring) {
+void recurrence_verify_ring(
+    const ExecSpace& space, const HeadConfig& cfg,
+    const TokenInputs<typename ExecSpace::memory_space>& inputs,
+    const Kokkos::View<const std::uint32_t*, typename ExecSpace::memory_space>& state_slots,
+    const StateView& state, const OutView& out,
+    const Kokkos::View<const std::uint32_t*, typename ExecSpace::memory_space>& ring_slots,
+    const RingView& ring) {
   using M = typename ExecSpace::memory_space;
-  static_assert(Kokkos::is_execution_space<ExecSpace>::value,
-                "gdn::recurrence_verify_ring: the first argument must be a Kokkos execution space instance");
-  static_assert(Kokkos::is_view<StateView>::value, "gdn::recurrence_verify_ring: state must be a Kokkos::View");
+  static_assert(
+      Kokkos::is_execution_space<ExecSpace>::value,
+      "gdn::recurrence_verify_ring: the first argument must be a Kokkos execution space instance");
+  static_assert(Kokkos::is_view<StateView>::value,
+                "gdn::recurrence_verify_ring: state must be a Kokkos::View");
   using SP = Impl::PoolViewTraits<ExecSpace, StateView>;
-  static_assert(SP::rank_ok, "gdn::recurrence_verify_ring: state must have rank 4 [slots, nv, Dk, Dv]");
-  static_assert(SP::type_ok, "gdn::recurrence_verify_ring: state value type must be float or gdn::bf16");
+  static_assert(SP::rank_ok,
+                "gdn::recurrence_verify_ring: state must have rank 4 [slots, nv, Dk, Dv]");
+  static_assert(SP::type_ok,
+                "gdn::recurrence_verify_ring: state value type must be float or gdn::bf16");
   static_assert(!std::is_const<typename StateView::value_type>::value,
-                "gdn::recurrence_verify_ring: state may be written (rows longer than RING_LEN) and must not be const");
-  static_assert(SP::layout_ok, "gdn::recurrence_verify_ring: state must be LayoutRight (a dense pool)");
-  static_assert(SP::space_ok, "gdn::recurrence_verify_ring: state must live in ExecSpace::memory_space");
-  static_assert(Kokkos::is_view<OutView>::value, "gdn::recurrence_verify_ring: out must be a Kokkos::View");
-  static_assert(unsigned(OutView::rank) == 2, "gdn::recurrence_verify_ring: out must have rank 2 [tokens, value_dim]");
+                "gdn::recurrence_verify_ring: state may be written (rows longer than RING_LEN) and "
+                "must not be const");
+  static_assert(SP::layout_ok,
+                "gdn::recurrence_verify_ring: state must be LayoutRight (a dense pool)");
+  static_assert(SP::space_ok,
+                "gdn::recurrence_verify_ring: state must live in ExecSpace::memory_space");
+  static_assert(Kokkos::is_view<OutView>::value,
+                "gdn::recurrence_verify_ring: out must be a Kokkos::View");
+  static_assert(unsigned(OutView::rank) == 2,
+                "gdn::recurrence_verify_ring: out must have rank 2 [tokens, value_dim]");
   static_assert(std::is_same<typename OutView::value_type, float>::value,
                 "gdn::recurrence_verify_ring: out value type must be (non-const) float");
   static_assert(std::is_same<typename OutView::memory_space, M>::value,
                 "gdn::recurrence_verify_ring: out must live in ExecSpace::memory_space");
-  static_assert(Kokkos::is_view<RingView>::value, "gdn::recurrence_verify_ring: ring must be a Kokkos::View");
+  static_assert(Kokkos::is_view<RingView>::value,
+                "gdn::recurrence_verify_ring: ring must be a Kokkos::View");
   using RP = Impl::PoolViewTraits<ExecSpace, RingView>;
   static_assert(RP::rank_ok,
-                "gdn::recurrence_verify_ring: ring must have rank 4 [ring_rows, nk, RING_LEN, record_stride]");
-  static_assert(RP::type_ok, "gdn::recurrence_verify_ring: ring value type must be float or gdn::bf16");
+                "gdn::recurrence_verify_ring: ring must have rank 4 [ring_rows, nk, RING_LEN, "
+                "record_stride]");
+  static_assert(RP::type_ok,
+                "gdn::recurrence_verify_ring: ring value type must be float or gdn::bf16");
   static_assert(!std::is_const<typename RingView::value_type>::value,
                 "gdn::recurrence_verify_ring: ring is written and must not be const");
   static_assert(RP::layout_ok, "gdn::recurrence_verify_ring: ring must be LayoutRight");
-  static_assert(RP::space_ok, "gdn::recurrence_verify_ring: ring must live in ExecSpace::memory_space");
+  static_assert(RP::space_ok,
+                "gdn::recurrence_verify_ring: ring must live in ExecSpace::memory_space");
   Impl::ScopedRegion region("gdn::recurrence_verify_ring");
   using StateT = typename SP::value_type;
   using RingT = typename RP::value_type;
-  Impl::RingLauncher<ExecSpace, StateT, RingT>::verify(space, cfg, inputs, state_slots,
-                                                       Impl::PoolView<StateT, M>(state), Impl::OutView<M>(out),
-                                                       ring_slots, Impl::PoolView<RingT, M>(ring));
+  Impl::RingLauncher<ExecSpace, StateT, RingT>::verify(
+      space, cfg, inputs, state_slots, Impl::PoolView<StateT, M>(state), Impl::OutView<M>(out),
+      ring_slots, Impl::PoolView<RingT, M>(ring));
 }
 
 }  // namespace gdn

@@ -4,8 +4,8 @@
 
 namespace gdn_ref {
 
-void forward(const Geometry& g, const Tokens& in, int t0, int t1, std::vector<double>& state, std::vector<double>& out,
-             std::vector<RefStep>* deltas) {
+void forward(const Geometry& g, const Tokens& in, int t0, int t1, std::vector<double>& state,
+             std::vector<double>& out, std::vector<RefStep>* deltas) {
   const int C = g.conv_dim();
   for (int t = t0; t < t1; ++t) {
     for (int h = 0; h < g.nv; ++h) {
@@ -15,7 +15,8 @@ void forward(const Geometry& g, const Tokens& in, int t0, int t1, std::vector<do
         q[i] = in.qkv[std::size_t(t) * C + kh * g.dk + i];
         k[i] = in.qkv[std::size_t(t) * C + g.key_dim() + kh * g.dk + i];
       }
-      for (int j = 0; j < g.dv; ++j) v[j] = in.qkv[std::size_t(t) * C + 2 * g.key_dim() + h * g.dv + j];
+      for (int j = 0; j < g.dv; ++j)
+        v[j] = in.qkv[std::size_t(t) * C + 2 * g.key_dim() + h * g.dv + j];
       const double decay = in.decay[std::size_t(t) * g.nv + h];
       const double beta = in.beta[std::size_t(t) * g.nv + h];
       double qq = 0, kk = 0;

@@ -33,8 +33,8 @@ struct RefStep {
 // state: [nv][dk][dv] (float64), updated in place. out: [tokens][value_dim],
 // rows t0..t1-1 written. If `deltas` is not null it receives, per token and
 // value head, the delta factors u (deltas[(t - t0) * nv + h]).
-void forward(const Geometry& g, const Tokens& in, int t0, int t1, std::vector<double>& state, std::vector<double>& out,
-             std::vector<RefStep>* deltas = nullptr);
+void forward(const Geometry& g, const Tokens& in, int t0, int t1, std::vector<double>& state,
+             std::vector<double>& out, std::vector<RefStep>* deltas = nullptr);
 
 // bfloat16 round-to-nearest-even of a value, computed from the double (not via float).
 double round_to_bf16(double x);

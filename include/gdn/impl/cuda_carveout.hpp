@@ -38,7 +38,8 @@ void configure_carveout(const ExecSpace&, int /*block_threads*/, long long /*shm
 #define GDN_CUDA_CARVEOUT 1
 #endif
 
-#if defined(KOKKOS_ENABLE_CUDA) && KOKKOS_VERSION >= 30400 && KOKKOS_VERSION < 30500 && GDN_CUDA_CARVEOUT
+#if defined(KOKKOS_ENABLE_CUDA) && KOKKOS_VERSION >= 30400 && KOKKOS_VERSION < 30500 && \
+    GDN_CUDA_CARVEOUT
 /// `shmem_bytes`: the dynamic shared memory Kokkos requests per team (team
 /// scratch plus its own few bytes, over- rather than under-estimated).
 template <class Kernel>
@@ -48,12 +49,14 @@ void configure_carveout(const Kokkos::Cuda& space, int block_threads, long long 
   using Bounds = typename Policy::launch_bounds;
   constexpr auto mechanism = Kokkos::Impl::DeduceCudaLaunchMechanism<Driver>::launch_mechanism;
   static const bool configured = [&] {
-    const auto func = Kokkos::Impl::CudaParallelLaunchKernelFunc<Driver, Bounds, mechanism>::get_kernel_func();
-    // Kokkos's one-time setting (prefer shared, as its team launches ask), applied now, before ours.
+    const auto func =
+        Kokkos::Impl::CudaParallelLaunchKernelFunc<Driver, Bounds, mechanism>::get_kernel_func();
+    // Kokkos's one-time setting (prefer shared, as its team launches ask), applied now, before
+    // ours.
     Kokkos::Impl::configure_shmem_preference<Driver, Bounds>(func, true);
     int teams = 0;  // resident teams per SM with all of the shared memory
-    if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&teams, func, block_threads,
-                                                      static_cast<std::size_t>(shmem_bytes)) != cudaSuccess ||
+    if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+            &teams, func, block_threads, static_cast<std::size_t>(shmem_bytes)) != cudaSuccess ||
         teams < 1) {
       (void)cudaGetLastError();
       return false;
@@ -70,8 +73,8 @@ void configure_carveout(const Kokkos::Cuda& space, int block_threads, long long 
     const long long total = static_cast<long long>(prop.sharedMemPerMultiprocessor);
     long long percent = (teams * per_team * 100 + total - 1) / total;
     percent = percent > 100 ? 100 : percent;
-    if (cudaFuncSetAttribute(func, cudaFuncAttributePreferredSharedMemoryCarveout, static_cast<int>(percent)) !=
-        cudaSuccess) {
+    if (cudaFuncSetAttribute(func, cudaFuncAttributePreferredSharedMemoryCarveout,
+                             static_cast<int>(percent)) != cudaSuccess) {
       (void)cudaGetLastError();
       return false;
     }

@@ -28,8 +28,8 @@ struct FastDiv {
   /// `divisor` >= 1 and < 2^31.
   explicit FastDiv(std::uint32_t divisor) {
     while ((std::uint64_t(1) << shift) < divisor) ++shift;
-    mul =
-        static_cast<std::uint32_t>(((std::uint64_t(1) << 32) * ((std::uint64_t(1) << shift) - divisor)) / divisor + 1);
+    mul = static_cast<std::uint32_t>(
+        ((std::uint64_t(1) << 32) * ((std::uint64_t(1) << shift) - divisor)) / divisor + 1);
   }
 
   /// n / divisor, for n < 2^31.

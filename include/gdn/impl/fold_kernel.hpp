@@ -54,7 +54,8 @@ struct FoldKernel {
   using Policy = Kokkos::TeamPolicy<ExecSpace, typename Map::schedule,
                                     Kokkos::LaunchBounds<Map::team_threads, Map::min_teams_per_sm>>;
   using Member = typename Policy::member_type;
-  using ScratchView = Kokkos::View<float*, typename ExecSpace::scratch_memory_space, Kokkos::MemoryUnmanaged>;
+  using ScratchView =
+      Kokkos::View<float*, typename ExecSpace::scratch_memory_space, Kokkos::MemoryUnmanaged>;
 
   static constexpr int kVec = Map::cols_per_item;
   static constexpr int kTileRows = Map::rows_per_team;
@@ -62,8 +63,10 @@ struct FoldKernel {
   static constexpr int kItems = kTileRows * kItemsPerRow / Map::team_threads;  // per thread
   static constexpr int kChunk = Map::chunk_records;
   static_assert(Dk % kVec == 0 && Dk % kTileRows == 0, "fold mapping must tile the state");
-  static_assert((kChunk * kTileRows) % 4 == 0 && Dk % 4 == 0, "staged records must stay 16-byte aligned");
-  static_assert((kTileRows * kItemsPerRow) % Map::team_threads == 0, "fold items must divide evenly");
+  static_assert((kChunk * kTileRows) % 4 == 0 && Dk % 4 == 0,
+                "staged records must stay 16-byte aligned");
+  static_assert((kTileRows * kItemsPerRow) % Map::team_threads == 0,
+                "fold items must divide evenly");
   /// Records in the outer loop (each element still sees them in order): when
   /// the items of a thread share their columns (GPU teams); the host keeps
   /// one item in registers across all records.
@@ -71,11 +74,12 @@ struct FoldKernel {
   /// Items (of one thread) that apply the records together when the item loop is outer.
   static constexpr int kApplyBlock = kItems % Map::apply_block == 0 ? Map::apply_block : 1;
 
-  Kokkos::View<const std::uint32_t**, MemSpace> m_state_rows;           // [L, B]
-  Kokkos::View<StateT****, Kokkos::LayoutRight, MemSpace> m_state;      // [slots, nv, Dk, Dv]
-  Kokkos::View<const std::uint32_t**, MemSpace> m_ring_rows;            // [L, B]
-  Kokkos::View<const RingT****, Kokkos::LayoutRight, MemSpace> m_ring;  // [ring_rows, nk, RING_LEN, record_stride]
-  Kokkos::View<const std::uint32_t*, MemSpace> m_num_accepted;          // [B]
+  Kokkos::View<const std::uint32_t**, MemSpace> m_state_rows;       // [L, B]
+  Kokkos::View<StateT****, Kokkos::LayoutRight, MemSpace> m_state;  // [slots, nv, Dk, Dv]
+  Kokkos::View<const std::uint32_t**, MemSpace> m_ring_rows;        // [L, B]
+  // [ring_rows, nk, RING_LEN, record_stride]
+  Kokkos::View<const RingT****, Kokkos::LayoutRight, MemSpace> m_ring;
+  Kokkos::View<const std::uint32_t*, MemSpace> m_num_accepted;  // [B]
   int m_batch = 0;
   int m_nv = 0;
   int m_group = 1;
@@ -92,7 +96,8 @@ struct FoldKernel {
   /// Floats of the state prefetch buffer: one tile of the state, when the mapping prefetches.
   static constexpr int kStateBufFloats =
       Map::prefetch_state ? kTileRows * Dk * static_cast<int>(sizeof(StateT)) / 4 : 0;
-  static_assert(!Map::prefetch_state || kVec * sizeof(StateT) == 16, "the state prefetch copies 16-byte items");
+  static_assert(!Map::prefetch_state || kVec * sizeof(StateT) == 16,
+                "the state prefetch copies 16-byte items");
   /// Floats of one record buffer: a chunk's keys (the tile's rows), u, decays.
   static constexpr int kRecBufFloats = kChunk * (kTileRows + Dk) + ((kChunk + 3) / 4) * 4;
   /// Teams loop over items (league_rank, + league_size, ...); else one team per item.
@@ -135,21 +140,27 @@ struct FoldKernel {
       g = h - kh * k.m_group;
     }
     /// Has records to apply: 0 < n <= RING_LEN (an item with index >= 0).
-    KOKKOS_INLINE_FUNCTION bool active(const FoldKernel& k) const { return n != 0 && n <= k.m_ring_len; }
+    KOKKOS_INLINE_FUNCTION bool active(const FoldKernel& k) const {
+      return n != 0 && n <= k.m_ring_len;
+    }
   };
 
   /// Item `item`, or none (index -1) past the last item.
-  KOKKOS_INLINE_FUNCTION Item item_at(int item) const { return item < m_items ? Item(*this, item) : Item(); }
+  KOKKOS_INLINE_FUNCTION Item item_at(int item) const {
+    return item < m_items ? Item(*this, item) : Item();
+  }
 
   /// A record buffer in team scratch (16-byte aligned arrays).
   struct RecBuf {
     float* k;  // [chunk, rows_per_team]: the tile's slice of each record's key
     float* u;  // [chunk, Dv]
     float* d;  // [chunk]
-    KOKKOS_INLINE_FUNCTION explicit RecBuf(float* p) : k(p), u(p + kChunk * kTileRows), d(u + kChunk * Dk) {}
+    KOKKOS_INLINE_FUNCTION explicit RecBuf(float* p)
+        : k(p), u(p + kChunk * kTileRows), d(u + kChunk * Dk) {}
   };
 
-  /// The first item at or after `item` (stepping by `stride`) that has records to apply; none if none.
+  /// The first item at or after `item` (stepping by `stride`) that has records to apply; none if
+  /// none.
   KOKKOS_INLINE_FUNCTION Item next_active(int item, int stride) const {
     for (; item < m_items; item += stride) {
       const Item it(*this, item);
@@ -177,10 +188,12 @@ struct FoldKernel {
   /// - 1 (the tile's keys, this head's u, its decay) into `rb`, all in
   /// flight at once (stage_async). Unsigned indices: divisions by the
   /// (power-of-two) widths are shifts.
-  KOKKOS_INLINE_FUNCTION void stage_records(const Item& it, int p0, int np, const RecBuf& rb, int tid) const {
+  KOKKOS_INLINE_FUNCTION void stage_records(const Item& it, int p0, int np, const RecBuf& rb,
+                                            int tid) const {
     const int row0 = it.tile * kTileRows;
     const long rec_stride = static_cast<long>(m_ring.stride(2));
-    const RingT* const rec = &m_ring(it.ring_row, it.kh, p0, 0);  // record p at rec + p * rec_stride
+    const RingT* const rec =
+        &m_ring(it.ring_row, it.kh, p0, 0);  // record p at rec + p * rec_stride
     const RingT* const u0 = rec + Dk + it.g * Dk;
     if constexpr (std::is_same<RingT, float>::value) {
       if (m_vec_records) {
@@ -210,8 +223,8 @@ struct FoldKernel {
   }
 
   /// stage_records' decays (one value per record).
-  KOKKOS_INLINE_FUNCTION void stage_decays(const Item& it, int np, const RingT* rec, long rec_stride, const RecBuf& rb,
-                                           int tid) const {
+  KOKKOS_INLINE_FUNCTION void stage_decays(const Item& it, int np, const RingT* rec,
+                                           long rec_stride, const RecBuf& rb, int tid) const {
     GDN_NO_UNROLL
     for (int p = tid; p < np; p += Map::team_threads) {
       stage_async(rb.d + p, rec + p * rec_stride + Dk + m_group * Dk + it.g);
@@ -230,7 +243,8 @@ struct FoldKernel {
     if (it.index < 0) return;  // rows with nothing to apply are not ours to touch
     ScratchView scratch(team.team_scratch(0), scratch_floats());
     float* const base = align16(scratch.data());
-    StateT* const sbuf = reinterpret_cast<StateT*>(base);  // [kItems][team_threads] items (prefetch_state)
+    StateT* const sbuf =
+        reinterpret_cast<StateT*>(base);  // [kItems][team_threads] items (prefetch_state)
     RecBuf cur(base + kStateBufFloats);
     RecBuf other(base + kStateBufFloats + (kRecBufs - 1) * kRecBufFloats);
     const int tid = team.team_rank();
@@ -249,7 +263,8 @@ struct FoldKernel {
       fold_item(team, it, next, after, stride, sbuf, cur, other, tid);
       if (next.index < 0) break;
       it = next;
-      next = (after.index < 0 || after.active(*this)) ? after : next_active(after.index + stride, stride);
+      next = (after.index < 0 || after.active(*this)) ? after
+                                                      : next_active(after.index + stride, stride);
       if constexpr (kRecBufs == 2) {
         const RecBuf t = cur;
         cur = other;
@@ -264,8 +279,9 @@ struct FoldKernel {
   /// tile and first chunk of records were started before (by the team's
   /// previous item or operator()), and this one starts those of `next` (if
   /// any) into the state buffer and `other`.
-  KOKKOS_INLINE_FUNCTION void fold_item(const Member& team, const Item& item, const Item& next, Item& after, int stride,
-                                        StateT* sbuf, const RecBuf& cur, const RecBuf& other, int tid) const {
+  KOKKOS_INLINE_FUNCTION void fold_item(const Member& team, const Item& item, const Item& next,
+                                        Item& after, int stride, StateT* sbuf, const RecBuf& cur,
+                                        const RecBuf& other, int tid) const {
     const int n = item.n;
     const int row0 = item.tile * kTileRows;
     StateT* const head = state_head(item);
@@ -281,7 +297,8 @@ struct FoldKernel {
       if constexpr (Map::prefetch_state) {
         if (p0 == 0) {
           GDN_UNROLL
-          for (int it = 0; it < kItems; ++it) load_vec(sbuf + (it * Map::team_threads + tid) * kVec, s[it]);
+          for (int it = 0; it < kItems; ++it)
+            load_vec(sbuf + (it * Map::team_threads + tid) * kVec, s[it]);
         }
       }
       team.team_barrier();
@@ -291,7 +308,8 @@ struct FoldKernel {
         // final barrier.
         if (p0 == 0 && next.index >= 0) {
           prefetch_tile(next, sbuf, tid);
-          if constexpr (kPrefetchRecords) stage_records(next, 0, next.n < kChunk ? next.n : kChunk, other, tid);
+          if constexpr (kPrefetchRecords)
+            stage_records(next, 0, next.n < kChunk ? next.n : kChunk, other, tid);
         }
       }
       // Loaded here, looked at after the records are applied.
@@ -311,7 +329,8 @@ struct FoldKernel {
           GDN_UNROLL
           for (int it = 0; it < kItems; ++it) {
             GDN_UNROLL
-            for (int c = 0; c < kVec; ++c) s[it][c] = delta_update(kval[it], u[c], decay_state(s[it][c], dec));
+            for (int c = 0; c < kVec; ++c)
+              s[it][c] = delta_update(kval[it], u[c], decay_state(s[it][c], dec));
           }
         }
       } else {

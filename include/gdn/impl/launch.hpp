@@ -47,20 +47,23 @@ constexpr long long team_shmem_bytes(int team_size) {
 }
 
 template <class Kernel, class ExecSpace>
-void launch_team_kernel(const char* label, const ExecSpace& space, long long league, int team_threads,
-                        int vector_length, const Kernel& kernel) {
+void launch_team_kernel(const char* label, const ExecSpace& space, long long league,
+                        int team_threads, int vector_length, const Kernel& kernel) {
   if (league == 0) return;
   typename Kernel::Policy policy(space, static_cast<int>(league), team_threads, vector_length);
   policy.set_scratch_size(0, Kokkos::PerTeam(sizeof(float) * Kernel::scratch_floats()));
-  configure_carveout<Kernel>(space, team_threads * vector_length, team_shmem_bytes<Kernel>(team_threads));
+  configure_carveout<Kernel>(space, team_threads * vector_length,
+                             team_shmem_bytes<Kernel>(team_threads));
   Kokkos::parallel_for(label, policy, kernel);
 }
 
 /// Index checking mode for forward and verify: offsets, and the pool rows the call writes.
 template <class ExecSpace, class M>
-void check_recurrence_indices(const ArgCheck& c, const ExecSpace& space, const IndexView<M>& offsets,
-                              std::size_t tokens, const IndexView<M>& slots, std::size_t pool_rows,
-                              const IndexView<M>* ring_slots, std::size_t ring_rows, std::size_t ring_len) {
+void check_recurrence_indices(const ArgCheck& c, const ExecSpace& space,
+                              const IndexView<M>& offsets, std::size_t tokens,
+                              const IndexView<M>& slots, std::size_t pool_rows,
+                              const IndexView<M>* ring_slots, std::size_t ring_rows,
+                              std::size_t ring_len) {
   space.fence();  // the caller may have written the indices asynchronously on this instance
   const std::vector<std::uint32_t> off = host_copy_1d(offsets);
   check_offsets_contents(c, off, tokens);
@@ -118,9 +121,10 @@ void launch_recurrence(const char* label, const ExecSpace& space, const HeadConf
     k.m_ring_len = Verify ? static_cast<int>(ring.extent(2)) : 0;
     k.m_key_dim = cfg.key_dim();
     k.m_q_scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(Dk)));
-    k.m_vec_inputs =
-        in.qkv.stride(1) == 1 && in.qkv.stride(0) % 4 == 0 && reinterpret_cast<std::uintptr_t>(in.qkv.data()) % 16 == 0;
-    const long long items = recurrence_league<ExecSpace, StateT>(cfg, slots.extent(0));  // <= INT_MAX (checked)
+    k.m_vec_inputs = in.qkv.stride(1) == 1 && in.qkv.stride(0) % 4 == 0 &&
+                     reinterpret_cast<std::uintptr_t>(in.qkv.data()) % 16 == 0;
+    const long long items =
+        recurrence_league<ExecSpace, StateT>(cfg, slots.extent(0));  // <= INT_MAX (checked)
     k.m_items = static_cast<int>(items);
     const long long league = launch_teams(space, items, Kernel::Map::persistent_teams_per_sm,
                                           team_shmem_bytes<Kernel>(Kernel::Map::team_size));
@@ -138,7 +142,8 @@ template <class ExecSpace, class StateT>
 struct FwdLauncher {
   using M = typename ExecSpace::memory_space;
   static void run(const ExecSpace& space, const HeadConfig& cfg, const TokenInputs<M>& in,
-                  const IndexView<M>& state_slots, const PoolView<StateT, M>& state, const OutView<M>& out) {
+                  const IndexView<M>& state_slots, const PoolView<StateT, M>& state,
+                  const OutView<M>& out) {
     const ArgCheck c("gdn::recurrence_fwd");
     check_heads(c, cfg);
     const std::size_t batch = state_slots.extent(0);
@@ -147,11 +152,12 @@ struct FwdLauncher {
     check_out(c, cfg, out, tokens);
     check_league(c, "state_slots", recurrence_league<ExecSpace, StateT>(cfg, batch));
     if (index_checking_enabled()) {
-      check_recurrence_indices<ExecSpace, M>(c, space, in.row_offsets, tokens, state_slots, state.extent(0), nullptr, 0,
-                                             0);
+      check_recurrence_indices<ExecSpace, M>(c, space, in.row_offsets, tokens, state_slots,
+                                             state.extent(0), nullptr, 0, 0);
     }
-    launch_recurrence<ExecSpace, StateT, float, false>("gdn::recurrence_fwd::kernel", space, cfg, in, state_slots,
-                                                       state, out, IndexView<M>(), PoolView<float, M>());
+    launch_recurrence<ExecSpace, StateT, float, false>("gdn::recurrence_fwd::kernel", space, cfg,
+                                                       in, state_slots, state, out, IndexView<M>(),
+                                                       PoolView<float, M>());
   }
 };
 
@@ -161,8 +167,9 @@ struct RingLauncher {
   using M = typename ExecSpace::memory_space;
 
   static void verify(const ExecSpace& space, const HeadConfig& cfg, const TokenInputs<M>& in,
-                     const IndexView<M>& state_slots, const PoolView<StateT, M>& state, const OutView<M>& out,
-                     const IndexView<M>& ring_slots, const PoolView<RingT, M>& ring) {
+                     const IndexView<M>& state_slots, const PoolView<StateT, M>& state,
+                     const OutView<M>& out, const IndexView<M>& ring_slots,
+                     const PoolView<RingT, M>& ring) {
     const ArgCheck c("gdn::recurrence_verify_ring");
     check_heads(c, cfg);
     const std::size_t batch = state_slots.extent(0);
@@ -175,11 +182,13 @@ struct RingLauncher {
     check_ring(c, cfg, ring, batch > 0);
     check_league(c, "state_slots", recurrence_league<ExecSpace, StateT>(cfg, batch));
     if (index_checking_enabled()) {
-      check_recurrence_indices<ExecSpace, M>(c, space, in.row_offsets, tokens, state_slots, state.extent(0),
-                                             &ring_slots, ring.extent(0), ring.extent(2));
+      check_recurrence_indices<ExecSpace, M>(c, space, in.row_offsets, tokens, state_slots,
+                                             state.extent(0), &ring_slots, ring.extent(0),
+                                             ring.extent(2));
     }
-    launch_recurrence<ExecSpace, StateT, RingT, true>("gdn::recurrence_verify_ring::kernel", space, cfg, in,
-                                                      state_slots, state, out, ring_slots, ring);
+    launch_recurrence<ExecSpace, StateT, RingT, true>("gdn::recurrence_verify_ring::kernel", space,
+                                                      cfg, in, state_slots, state, out, ring_slots,
+                                                      ring);
   }
 
   static void fold(const ExecSpace& space, const HeadConfig& cfg, const IndexTable<M>& state_rows,
@@ -191,10 +200,12 @@ struct RingLauncher {
     const std::size_t layers = state_rows.extent(0);
     const std::size_t batch = num_accepted.extent(0);
     c.require(state_rows.extent(1) == batch, "state_rows",
-              "shape [L, B] with B = num_accepted.extent(0) = " + to_str(batch), "shape " + extents_str(state_rows));
-    c.require(ring_rows.extent(0) == layers && ring_rows.extent(1) == batch, "ring_rows",
-              "shape [L, B] = [" + to_str(layers) + ", " + to_str(batch) + "] (the shape of state_rows)",
-              "shape " + extents_str(ring_rows));
+              "shape [L, B] with B = num_accepted.extent(0) = " + to_str(batch),
+              "shape " + extents_str(state_rows));
+    c.require(
+        ring_rows.extent(0) == layers && ring_rows.extent(1) == batch, "ring_rows",
+        "shape [L, B] = [" + to_str(layers) + ", " + to_str(batch) + "] (the shape of state_rows)",
+        "shape " + extents_str(ring_rows));
     const bool any = layers * batch > 0;
     check_state(c, cfg, state, any);
     check_ring(c, cfg, ring, any);
@@ -212,9 +223,11 @@ struct RingLauncher {
         active[e] = n > 0 && n <= ring.extent(2);
       }
       // Every active (layer, b) writes its state row: all must differ. Ring rows are only read.
-      check_rows(c, "state_rows", "state.extent(0)", sr, active, active, state.extent(0), batch, "pool row");
+      check_rows(c, "state_rows", "state.extent(0)", sr, active, active, state.extent(0), batch,
+                 "pool row");
       const std::vector<char> shared(active.size(), 0);
-      check_rows(c, "ring_rows", "ring.extent(0)", rr, active, shared, ring.extent(0), batch, "ring row");
+      check_rows(c, "ring_rows", "ring.extent(0)", rr, active, shared, ring.extent(0), batch,
+                 "ring row");
     }
     auto run = [&](auto dk_tag) {
       constexpr int Dk = decltype(dk_tag)::value;
@@ -229,12 +242,14 @@ struct RingLauncher {
       k.m_nv = cfg.num_value_heads;
       k.m_group = cfg.group_size();
       k.m_heads_div = FastDiv(static_cast<std::uint32_t>(k.m_nv * Kernel::tiles_per_head()));
-      k.m_batch_div = FastDiv(static_cast<std::uint32_t>(batch > 0 ? batch : 1));  // B = 0: no items
+      k.m_batch_div =
+          FastDiv(static_cast<std::uint32_t>(batch > 0 ? batch : 1));  // B = 0: no items
       k.m_group_div = FastDiv(static_cast<std::uint32_t>(k.m_group));
       k.m_ring_len = static_cast<int>(ring.extent(2));
       k.m_vec_records = std::is_same<RingT, float>::value && ring.stride(2) % 4 == 0 &&
                         reinterpret_cast<std::uintptr_t>(ring.data()) % 16 == 0;
-      const long long items = static_cast<long long>(layers) * batch * cfg.num_value_heads * Kernel::tiles_per_head();
+      const long long items =
+          static_cast<long long>(layers) * batch * cfg.num_value_heads * Kernel::tiles_per_head();
       k.m_items = static_cast<int>(items);  // <= INT_MAX (check_league)
       const long long lg = launch_teams(space, items, Kernel::Map::persistent_teams_per_sm,
                                         team_shmem_bytes<Kernel>(Kernel::Map::team_threads));

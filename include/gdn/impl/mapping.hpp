@@ -93,24 +93,28 @@ namespace Impl {
 /// the compiler vectorises.
 template <class ExecSpace, class StateT = float>
 struct RecurrenceMapping {
-  static constexpr int row_lanes = 1;                           ///< lanes splitting one column's rows
+  static constexpr int row_lanes = 1;  ///< lanes splitting one column's rows
   static constexpr int cols_per_lane = GDN_HOST_COLS_PER_LANE;  ///< columns one lane owns
   static constexpr int team_threads = 1;                        ///< lane groups per team
-  static constexpr int vector_length = 1;                       ///< Kokkos vector length (threads of one vector)
-  static constexpr int lane_stride = 1;                         ///< distance between the lanes of one group in a vector
-  static constexpr int team_size = 1;                           ///< Kokkos team size (vectors per team)
-  static constexpr int row_accumulators = GDN_HOST_ROW_ACC;     ///< independent partial sums per column (ILP)
-  static constexpr int col_block = GDN_HOST_COL_BLOCK;          ///< columns summed together (one 512-bit vector)
-  static constexpr int norm_accumulators = 16;                  ///< partial sums for the q/k norms
-  static constexpr int chunk_tokens = 16;                       ///< tokens staged per team barrier
-  static constexpr int min_teams_per_sm = 1;                    ///< launch bound (GPU only)
+  static constexpr int vector_length = 1;  ///< Kokkos vector length (threads of one vector)
+  static constexpr int lane_stride = 1;    ///< distance between the lanes of one group in a vector
+  static constexpr int team_size = 1;      ///< Kokkos team size (vectors per team)
+  /// independent partial sums per column (ILP)
+  static constexpr int row_accumulators = GDN_HOST_ROW_ACC;
+  /// columns summed together (one 512-bit vector)
+  static constexpr int col_block = GDN_HOST_COL_BLOCK;
+  static constexpr int norm_accumulators = 16;  ///< partial sums for the q/k norms
+  static constexpr int chunk_tokens = 16;       ///< tokens staged per team barrier
+  static constexpr int min_teams_per_sm = 1;    ///< launch bound (GPU only)
   /// Persistent teams per thread (launch_teams; 0: one team per work item,
   /// scheduled dynamically, which measured faster: a thread then reads
   /// neighbouring tiles of the state).
   static constexpr int persistent_teams_per_sm = GDN_HOST_PERSISTENT;
-  static constexpr bool warp_norms = false;         ///< lane groups: norms per warp, not per team (forward)
+  /// lane groups: norms per warp, not per team (forward)
+  static constexpr bool warp_norms = false;
   static constexpr bool warp_norms_verify = false;  ///< the same for verify
-  static constexpr bool prefetch_state = false;     ///< copy the next item's state into scratch during this one
+  /// copy the next item's state into scratch during this one
+  static constexpr bool prefetch_state = false;
   /// Prefetch the next item's state into the cache (prefetch_line) during the
   /// last stage of the current one, spread over its sweeps (token_steps_fused).
   static constexpr bool prefetch_hint = GDN_HOST_PREFETCH != 0;
@@ -122,7 +126,8 @@ struct RecurrenceMapping {
 /// measured 2x slower with 512-bit vectors: GCC vectorised the wrong loop).
 template <class ExecSpace, class StateT>
 struct FoldMapping {
-  static constexpr int cols_per_item = GDN_HOST_FOLD_COLS;  ///< consecutive state columns per work item
+  /// consecutive state columns per work item
+  static constexpr int cols_per_item = GDN_HOST_FOLD_COLS;
   static constexpr int team_threads = 1;
   static constexpr int rows_per_team = GDN_HOST_FOLD_ROWS;  ///< state rows covered by one team
   static constexpr int chunk_records = 16;                  ///< records staged per team barrier
@@ -135,7 +140,8 @@ struct FoldMapping {
   static constexpr int apply_block = 16;
   static constexpr int min_teams_per_sm = 1;
   static constexpr int persistent_teams_per_sm = 0;  ///< one team per work item (launch_teams)
-  static constexpr bool prefetch_state = false;      ///< copy the next item's state tile into scratch during this one
+  /// copy the next item's state tile into scratch during this one
+  static constexpr bool prefetch_state = false;
   using schedule = Kokkos::Schedule<Kokkos::Dynamic>;
 };
 
@@ -229,14 +235,17 @@ struct RecurrenceMapping<Kokkos::Cuda, StateT> {
   static constexpr int row_accumulators = 1;
   static constexpr int col_block = GDN_CUDA_COLS_PER_LANE;  // no blocking
   static constexpr int norm_accumulators = 4;
-  static constexpr int chunk_tokens = sizeof(StateT) == 2 ? GDN_CUDA_CHUNK_TOKENS_BF16 : GDN_CUDA_CHUNK_TOKENS;
-  static constexpr int min_teams_per_sm = sizeof(StateT) == 2 ? GDN_CUDA_MIN_TEAMS_BF16 : GDN_CUDA_MIN_TEAMS;
+  static constexpr int chunk_tokens =
+      sizeof(StateT) == 2 ? GDN_CUDA_CHUNK_TOKENS_BF16 : GDN_CUDA_CHUNK_TOKENS;
+  static constexpr int min_teams_per_sm =
+      sizeof(StateT) == 2 ? GDN_CUDA_MIN_TEAMS_BF16 : GDN_CUDA_MIN_TEAMS;
   static constexpr int persistent_teams_per_sm = GDN_CUDA_PERSISTENT ? min_teams_per_sm : 0;
   static constexpr bool warp_norms = GDN_CUDA_WARP_NORMS != 0;
   static constexpr bool warp_norms_verify =
       sizeof(StateT) == 2 ? GDN_CUDA_WARP_NORMS_BF16_VERIFY != 0 : GDN_CUDA_WARP_NORMS != 0;
   static constexpr bool prefetch_state = GDN_CUDA_PERSISTENT && GDN_CUDA_PREFETCH;
-  static constexpr bool prefetch_hint = false;  // prefetch_state copies the next item's state instead
+  // prefetch_state copies the next item's state instead
+  static constexpr bool prefetch_hint = false;
   /// With prefetch_state: when a team starts the copy of its next item's
   /// state and that item has at most this many tokens (0: never), it also
   /// prefetches the state tile of the item after it into L2, so that the
@@ -247,11 +256,14 @@ struct RecurrenceMapping<Kokkos::Cuda, StateT> {
   using schedule = Kokkos::Schedule<Kokkos::Static>;
   static_assert(row_lanes >= 1 && row_lanes <= 32 && (row_lanes & (row_lanes - 1)) == 0,
                 "GDN_CUDA_ROW_LANES must be a power of two <= 32");
-  static_assert(vector_length <= 32 && (vector_length & (vector_length - 1)) == 0 && vector_length % row_lanes == 0 &&
+  static_assert(vector_length <= 32 && (vector_length & (vector_length - 1)) == 0 &&
+                    vector_length % row_lanes == 0 &&
                     (team_threads * row_lanes) % vector_length == 0,
-                "GDN_CUDA_VECTOR must be a power of two <= 32, a multiple of the row lanes, dividing the team");
-  static_assert(row_lanes == 1 || (row_lanes >= cols_per_lane && (cols_per_lane & (cols_per_lane - 1)) == 0),
-                "GDN_CUDA_COLS_PER_LANE must be a power of two <= GDN_CUDA_ROW_LANES (reduce-scatter sums)");
+                "GDN_CUDA_VECTOR must be a power of two <= 32, a multiple of the row lanes, "
+                "dividing the team");
+  static_assert(
+      row_lanes == 1 || (row_lanes >= cols_per_lane && (cols_per_lane & (cols_per_lane - 1)) == 0),
+      "GDN_CUDA_COLS_PER_LANE must be a power of two <= GDN_CUDA_ROW_LANES (reduce-scatter sums)");
 };
 
 /// CUDA fold: 128 threads per team, 16-byte items (4 float or 8 bf16 columns),
@@ -271,10 +283,14 @@ struct FoldMapping<Kokkos::Cuda, StateT> {
   static constexpr bool bf16_state = sizeof(StateT) == 2;
   static constexpr int rows_per_team = bf16_state ? GDN_CUDA_FOLD_ROWS_BF16 : GDN_CUDA_FOLD_ROWS;
   static constexpr int chunk_records = 16;
-  static constexpr bool records_outer = GDN_CUDA_FOLD_RECORDS_OUTER != 0;  ///< record loop outside the item loop
-  static constexpr int apply_block = 1;  ///< items per record pass when the item loop is outer (not the default)
-  static constexpr int min_teams_per_sm = bf16_state ? GDN_CUDA_FOLD_MIN_TEAMS_BF16 : GDN_CUDA_FOLD_MIN_TEAMS;
-  static constexpr bool persistent = (bf16_state ? GDN_CUDA_FOLD_PERSISTENT_BF16 : GDN_CUDA_FOLD_PERSISTENT) != 0;
+  static constexpr bool records_outer =
+      GDN_CUDA_FOLD_RECORDS_OUTER != 0;  ///< record loop outside the item loop
+  static constexpr int apply_block =
+      1;  ///< items per record pass when the item loop is outer (not the default)
+  static constexpr int min_teams_per_sm =
+      bf16_state ? GDN_CUDA_FOLD_MIN_TEAMS_BF16 : GDN_CUDA_FOLD_MIN_TEAMS;
+  static constexpr bool persistent =
+      (bf16_state ? GDN_CUDA_FOLD_PERSISTENT_BF16 : GDN_CUDA_FOLD_PERSISTENT) != 0;
   static constexpr int persistent_teams_per_sm = persistent ? min_teams_per_sm : 0;
   static constexpr bool prefetch_state = persistent;
   using schedule = Kokkos::Schedule<Kokkos::Static>;
@@ -288,14 +304,16 @@ struct FoldMapping<Kokkos::Cuda, StateT> {
 /// teams per SM, fewer if `shmem_bytes` per team, Kokkos's request with its
 /// own bytes included, does not fit that many in an SM's shared memory).
 template <class ExecSpace>
-long long launch_teams(const ExecSpace& space, long long items, int teams_per_thread, long long /*shmem_bytes*/) {
+long long launch_teams(const ExecSpace& space, long long items, int teams_per_thread,
+                       long long /*shmem_bytes*/) {
   if (teams_per_thread <= 0) return items;
   const long long resident = static_cast<long long>(space.concurrency()) * teams_per_thread;
   return items < resident ? items : resident;
 }
 
 #if defined(KOKKOS_ENABLE_CUDA)
-inline long long launch_teams(const Kokkos::Cuda& space, long long items, int teams_per_sm, long long shmem_bytes) {
+inline long long launch_teams(const Kokkos::Cuda& space, long long items, int teams_per_sm,
+                              long long shmem_bytes) {
   if (teams_per_sm <= 0) return items;
   const cudaDeviceProp& prop = space.cuda_device_prop();
   // The driver reserves reservedSharedMemPerBlock per block.
@@ -381,7 +399,8 @@ KOKKOS_FORCEINLINE_FUNCTION constexpr int scatter_column(int lane) {
 template <int Lanes, int Stride, int C>
 KOKKOS_FORCEINLINE_FUNCTION float lane_reduce_scatter(float (&v)[C], int lane) {
 #if defined(__CUDA_ARCH__)
-  static_assert(Lanes >= C && (C & (C - 1)) == 0, "reduce-scatter: at least as many lanes as elements");
+  static_assert(Lanes >= C && (C & (C - 1)) == 0,
+                "reduce-scatter: at least as many lanes as elements");
   int n = C;  // elements left (a constant once the loop is unrolled)
   GDN_UNROLL
   for (int off = Lanes / 2; off > 0; off /= 2) {
@@ -414,7 +433,8 @@ KOKKOS_FORCEINLINE_FUNCTION void lane_gather(float own, float (&out)[C]) {
   const unsigned first = lane_group_first<Lanes, Stride>();
   GDN_UNROLL
   for (int c = 0; c < C; ++c) {
-    out[c] = __shfl_sync(kFullWarp, own, static_cast<int>(first + unsigned(c * (Lanes / C) * Stride)));
+    out[c] =
+        __shfl_sync(kFullWarp, own, static_cast<int>(first + unsigned(c * (Lanes / C) * Stride)));
   }
 #else
   GDN_UNROLL
@@ -499,7 +519,8 @@ KOKKOS_FORCEINLINE_FUNCTION void store_vec(float* p, const float (&s)[N]) {
   if constexpr (N % 4 == 0) {
     GDN_UNROLL
     for (int q = 0; q < N / 4; ++q) {
-      reinterpret_cast<float4*>(p)[q] = make_float4(s[4 * q], s[4 * q + 1], s[4 * q + 2], s[4 * q + 3]);
+      reinterpret_cast<float4*>(p)[q] =
+          make_float4(s[4 * q], s[4 * q + 1], s[4 * q + 2], s[4 * q + 3]);
     }
   } else {
     for (int n = 0; n < N; ++n) p[n] = s[n];
@@ -562,13 +583,17 @@ KOKKOS_FORCEINLINE_FUNCTION void store_vec(bf16* p, const float (&s)[N]) {
 KOKKOS_FORCEINLINE_FUNCTION void stage_async(float* scratch_dst, const float* src) {
 #if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ >= 800)
   const unsigned dst = static_cast<unsigned>(__cvta_generic_to_shared(scratch_dst));
-  asm volatile("cp.async.ca.shared.global [%0], [%1], 4;\n" ::"r"(dst), "l"(__cvta_generic_to_global(src)) : "memory");
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4;\n" ::"r"(dst),
+               "l"(__cvta_generic_to_global(src))
+               : "memory");
 #else
   *scratch_dst = *src;
 #endif
 }
 
-KOKKOS_FORCEINLINE_FUNCTION void stage_async(float* scratch_dst, const bf16* src) { *scratch_dst = to_float(*src); }
+KOKKOS_FORCEINLINE_FUNCTION void stage_async(float* scratch_dst, const bf16* src) {
+  *scratch_dst = to_float(*src);
+}
 
 /// Bytes of one GPU L2 cache line (prefetch_l2 granularity).
 constexpr int kL2LineBytes = 128;
@@ -614,11 +639,12 @@ KOKKOS_FORCEINLINE_FUNCTION void stage_async_bytes(T* scratch_dst, const T* src)
   static_assert(Bytes == 4 || Bytes == 8 || Bytes == 16, "cp.async copies 4, 8 or 16 bytes");
   const unsigned dst = static_cast<unsigned>(__cvta_generic_to_shared(scratch_dst));
   if constexpr (Bytes == 16) {  // .cg: streamed through L2 only
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(dst), "l"(__cvta_generic_to_global(src))
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(dst),
+                 "l"(__cvta_generic_to_global(src))
                  : "memory");
   } else {
-    asm volatile("cp.async.ca.shared.global [%0], [%1], %2;\n" ::"r"(dst), "l"(__cvta_generic_to_global(src)),
-                 "n"(Bytes)
+    asm volatile("cp.async.ca.shared.global [%0], [%1], %2;\n" ::"r"(dst),
+                 "l"(__cvta_generic_to_global(src)), "n"(Bytes)
                  : "memory");
   }
 #else

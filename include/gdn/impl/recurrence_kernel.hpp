@@ -78,10 +78,12 @@ template <class ExecSpace, class StateT, class RingT, int Dk, bool Verify>
 struct RecurrenceKernel {
   using Map = RecurrenceMapping<ExecSpace, StateT>;
   using MemSpace = typename ExecSpace::memory_space;
-  using Policy = Kokkos::TeamPolicy<ExecSpace, typename Map::schedule,
-                                    Kokkos::LaunchBounds<Map::team_threads * Map::row_lanes, Map::min_teams_per_sm>>;
+  using Policy = Kokkos::TeamPolicy<
+      ExecSpace, typename Map::schedule,
+      Kokkos::LaunchBounds<Map::team_threads * Map::row_lanes, Map::min_teams_per_sm>>;
   using Member = typename Policy::member_type;
-  using ScratchView = Kokkos::View<float*, typename ExecSpace::scratch_memory_space, Kokkos::MemoryUnmanaged>;
+  using ScratchView =
+      Kokkos::View<float*, typename ExecSpace::scratch_memory_space, Kokkos::MemoryUnmanaged>;
 
   static constexpr int kLanes = Map::row_lanes;
   static constexpr int kRows = Dk / kLanes;  // rows per lane
@@ -92,14 +94,17 @@ struct RecurrenceKernel {
   static constexpr int kChunk = Map::chunk_tokens;
   static constexpr int kScalars = 4;                                   // decay, beta, qf, kinv
   static constexpr int kThreads = Map::team_threads * Map::row_lanes;  // threads per team
-  static constexpr int kStride = Map::lane_stride;                     // distance between a group's lanes in a vector
+  static constexpr int kStride = Map::lane_stride;  // distance between a group's lanes in a vector
   /// Lane groups (GPU): the fused token loop with reduce-scatter sums (compute_stage).
   static constexpr bool kLaneFused = kLanes > 1;
-  static_assert(kThreads == Map::team_size * Map::vector_length, "team shape: vectors x vector length");
+  static_assert(kThreads == Map::team_size * Map::vector_length,
+                "team shape: vectors x vector length");
   static_assert(Dk % kLanes == 0, "row lanes must divide Dk");
   static_assert(Dk % kTeamCols == 0, "a team's column tile must divide Dv");
-  static_assert(kRows % kAcc == 0 && kRows % kNormAcc == 0, "accumulators must divide rows per lane");
-  static_assert(kLanes == 1 || kRows % 4 == 0, "with several lanes, rows per lane must be a multiple of 4");
+  static_assert(kRows % kAcc == 0 && kRows % kNormAcc == 0,
+                "accumulators must divide rows per lane");
+  static_assert(kLanes == 1 || kRows % 4 == 0,
+                "with several lanes, rows per lane must be a multiple of 4");
   static_assert((kChunk * kTeamCols) % 4 == 0, "the staged scalars must stay 16-byte aligned");
 
   Kokkos::View<const float**, Kokkos::LayoutStride, MemSpace> m_qkv;    // [tokens, conv_dim]
@@ -110,7 +115,8 @@ struct RecurrenceKernel {
   Kokkos::View<StateT****, Kokkos::LayoutRight, MemSpace> m_state;      // [slots, nv, Dk, Dv]
   Kokkos::View<float**, Kokkos::LayoutStride, MemSpace> m_out;          // [tokens, value_dim]
   Kokkos::View<const std::uint32_t*, MemSpace> m_ring_slots;            // [B] (verify only)
-  Kokkos::View<RingT****, Kokkos::LayoutRight, MemSpace> m_ring;        // [ring_rows, nk, RING_LEN, record_stride]
+  // [ring_rows, nk, RING_LEN, record_stride]
+  Kokkos::View<RingT****, Kokkos::LayoutRight, MemSpace> m_ring;
   int m_nv = 0;
   int m_group = 1;
   FastDiv m_nv_div;     // division by m_nv (item decoding)
@@ -128,7 +134,8 @@ struct RecurrenceKernel {
       Map::prefetch_state ? Dk * kTeamCols * static_cast<int>(sizeof(StateT)) / 4 : 0;
   /// Bytes of one lane's row of its fragment (one asynchronous copy).
   static constexpr int kFragRowBytes = kCols * static_cast<int>(sizeof(StateT));
-  static_assert(!Map::prefetch_state || kFragRowBytes == 4 || kFragRowBytes == 8 || kFragRowBytes == 16,
+  static_assert(!Map::prefetch_state || kFragRowBytes == 4 || kFragRowBytes == 8 ||
+                    kFragRowBytes == 16,
                 "state prefetch copies 4, 8 or 16 bytes per fragment row");
 
   /// Floats of one staged chunk: k, q (Dk each per token), the tile's v, 4 scalars.
@@ -143,7 +150,8 @@ struct RecurrenceKernel {
   static constexpr bool kStageByToken = Verify || sizeof(StateT) == 4;
 
   /// Per-vector norms (lane groups only; see compute_stage).
-  static constexpr bool kWarpNorms = kLaneFused && (Verify ? Map::warp_norms_verify : Map::warp_norms);
+  static constexpr bool kWarpNorms =
+      kLaneFused && (Verify ? Map::warp_norms_verify : Map::warp_norms);
   /// Floats of the per-vector norm slots: qf and kinv of each token of a chunk, per vector.
   static constexpr int kNormFloats = kWarpNorms ? Map::team_size * 2 * kChunk : 0;
 
@@ -160,7 +168,10 @@ struct RecurrenceKernel {
     float* sv;   // [chunk, cols_per_team]
     float* ssc;  // [chunk, 4]: decay, beta, qf, kinv
     KOKKOS_INLINE_FUNCTION explicit ChunkBuf(float* p)
-        : sk(p), sq(p + kChunk * Dk), sv(p + 2 * kChunk * Dk), ssc(p + 2 * kChunk * Dk + kChunk * kTeamCols) {}
+        : sk(p),
+          sq(p + kChunk * Dk),
+          sv(p + 2 * kChunk * Dk),
+          ssc(p + 2 * kChunk * Dk + kChunk * kTeamCols) {}
   };
 
   /// A stage of a team's work: chunk [c0, c0 + chunk_tokens) of work item `item`.
@@ -176,14 +187,16 @@ struct RecurrenceKernel {
     std::uint32_t t_begin;
     std::uint32_t slot;      // state pool row
     std::uint32_t ring_row;  // ring pool row (verify; 0 for the forward)
-    KOKKOS_INLINE_FUNCTION Item(const RecurrenceKernel& k, int item) : Item(k, item, k.sequence_of(item)) {}
+    KOKKOS_INLINE_FUNCTION Item(const RecurrenceKernel& k, int item)
+        : Item(k, item, k.sequence_of(item)) {}
 
    private:
     // Unsigned arithmetic (the indices are non-negative; the tile count is a
     // compile-time constant); the run-time divisors through FastDiv.
     KOKKOS_INLINE_FUNCTION Item(const RecurrenceKernel& k, int item, int b)
         : tile(static_cast<int>(unsigned(item) % unsigned(tiles_per_head()))),
-          h(static_cast<int>(unsigned(item) / unsigned(tiles_per_head()) - unsigned(b) * unsigned(k.m_nv))),
+          h(static_cast<int>(unsigned(item) / unsigned(tiles_per_head()) -
+                             unsigned(b) * unsigned(k.m_nv))),
           kh(static_cast<int>(k.m_group_div.div(unsigned(h)))),
           g(h - kh * k.m_group),
           len(static_cast<int>(k.m_offsets(b + 1) - k.m_offsets(b))),
@@ -219,19 +232,22 @@ struct RecurrenceKernel {
   }
 
   /// Offset of fragment row r from the fragment's first row (lane_row, token_step.hpp).
-  KOKKOS_INLINE_FUNCTION static constexpr int frag_row(int r) { return lane_row<kLanes>(0, r) * Dk; }
+  KOKKOS_INLINE_FUNCTION static constexpr int frag_row(int r) {
+    return lane_row<kLanes>(0, r) * Dk;
+  }
 
   /// This thread's fragment of the state of `item`: row r at + frag_row(r).
   KOKKOS_INLINE_FUNCTION StateT* state_fragment(const Item& it, int lane, int cg) const {
     return m_state.data() + (static_cast<std::size_t>(it.slot) * m_nv + it.h) * Dk * Dk +
-           static_cast<std::size_t>(lane_row<kLanes>(lane, 0)) * Dk + it.tile * kTeamCols + cg * kCols;
+           static_cast<std::size_t>(lane_row<kLanes>(lane, 0)) * Dk + it.tile * kTeamCols +
+           cg * kCols;
   }
 
   /// Start this thread's copies of a stage's inputs (and, at the start of an
   /// item when the mapping prefetches, of its state fragment) into scratch.
   /// Every input value is read from global memory once per team.
-  KOKKOS_INLINE_FUNCTION void issue_stage(const Stage& st, const Item& it, const ChunkBuf& buf, StateT* sbuf, int lane,
-                                          int cg, int tid) const {
+  KOKKOS_INLINE_FUNCTION void issue_stage(const Stage& st, const Item& it, const ChunkBuf& buf,
+                                          StateT* sbuf, int lane, int cg, int tid) const {
     const int nt = (it.len - st.c0 < kChunk) ? (it.len - st.c0) : kChunk;
     const std::uint32_t tok0 = it.t_begin + static_cast<std::uint32_t>(st.c0);
     const long q_base = static_cast<long>(it.kh) * Dk;
@@ -243,7 +259,8 @@ struct RecurrenceKernel {
     if constexpr (kThreads == 1) {
       // One thread stages everything (the host): tokens outer, channels
       // inner, so that a unit channel stride is a contiguous, vectorised copy.
-      static_assert(kLanes == 1, "a one-thread team has one row lane (staged rows in natural order)");
+      static_assert(kLanes == 1,
+                    "a one-thread team has one row lane (staged rows in natural order)");
       for (int tt = 0; tt < nt; ++tt) {
         const float* const xt = x0 + tt * x_tok;
         stage_row<Dk>(buf.sk + tt * Dk, xt + k_base * x_chan, x_chan);
@@ -272,8 +289,9 @@ struct RecurrenceKernel {
   /// v: cols_per_team/4) and steps over the chunk's tokens; otherwise one
   /// thread per key/query channel (all tokens of the chunk) and one per v
   /// column. The scalars go to the first threads.
-  KOKKOS_INLINE_FUNCTION void issue_inputs_threads(int nt, std::uint32_t tok0, const float* x0, long q_base,
-                                                   long k_base, long v_base, long x_tok, long x_chan, const Item& it,
+  KOKKOS_INLINE_FUNCTION void issue_inputs_threads(int nt, std::uint32_t tok0, const float* x0,
+                                                   long q_base, long k_base, long v_base,
+                                                   long x_tok, long x_chan, const Item& it,
                                                    const ChunkBuf& buf, int tid) const {
     constexpr int kWords = Dk / 4;  // 16-byte words of a k or q row
     static_assert(kThreads % kWords == 0, "a team copies whole 16-byte rows of k and q");
@@ -302,7 +320,9 @@ struct RecurrenceKernel {
       GDN_UNROLL
       for (int m = 0; m < (kChunk + kVStep - 1) / kVStep; ++m) {
         const int tt = v0 + m * kVStep;
-        if (tt < nt) stage_async_bytes<16>(buf.sv + tt * kTeamCols + 4 * vw, x0 + tt * x_tok + v_base + 4 * vw);
+        if (tt < nt)
+          stage_async_bytes<16>(buf.sv + tt * kTeamCols + 4 * vw,
+                                x0 + tt * x_tok + v_base + 4 * vw);
       }
     } else if (m_vec_inputs) {
       // Rows (token tt, k or q) = j, j + kRowStep, ... with j = tid / kWords; v likewise, in loops.
@@ -347,7 +367,8 @@ struct RecurrenceKernel {
   /// copies of the next one (inputs, and the state at an item's start) are in
   /// flight into the other scratch buffer.
   KOKKOS_INLINE_FUNCTION void operator()(const Member& team) const {
-    const int stride = team.league_size();  // persistent teams (CUDA); one item per team on the host
+    const int stride =
+        team.league_size();  // persistent teams (CUDA); one item per team on the host
     Stage cur;
     cur.item = next_nonempty(team.league_rank(), stride);
     if (cur.item < 0) return;  // only empty rows: nothing read, nothing written
@@ -384,14 +405,17 @@ struct RecurrenceKernel {
       // Everyone's copies have landed, the state buffer has been read, and the
       // other chunk buffer is no longer in use: start the next stage's copies.
       team.team_barrier();
-      if (nxt.item >= 0) issue_stage(nxt, nit, ChunkBuf(chunks + (nb ^ 1) * kChunkFloats), sbuf, lane, cg, tid);
+      if (nxt.item >= 0)
+        issue_stage(nxt, nit, ChunkBuf(chunks + (nb ^ 1) * kChunkFloats), sbuf, lane, cg, tid);
       if constexpr (Map::prefetch_l2_max_len > 0) {
         if (nxt.item >= 0 && nxt.item != cur.item && nit.len <= Map::prefetch_l2_max_len) {
           prefetch_tile_l2(next_nonempty(nxt.item + stride, stride), tid);
         }
       }
-      const StateT* const pf = Map::prefetch_hint ? next_item_hint(cur, nxt, nit, lane, cg) : nullptr;
-      compute_stage(team, it, cur.c0, ChunkBuf(chunks + nb * kChunkFloats), norms, s, lane, cg, tid, pf);
+      const StateT* const pf =
+          Map::prefetch_hint ? next_item_hint(cur, nxt, nit, lane, cg) : nullptr;
+      compute_stage(team, it, cur.c0, ChunkBuf(chunks + nb * kChunkFloats), norms, s, lane, cg, tid,
+                    pf);
       if (cur.c0 + kChunk >= it.len && !(Verify && it.len <= m_ring_len)) {
         GDN_UNROLL
         for (int r = 0; r < kRows; ++r) store_vec(frag + frag_row(r), s[r]);
@@ -406,10 +430,12 @@ struct RecurrenceKernel {
   /// a thread per row (the mapping's `prefetch_l2_max_len`).
   KOKKOS_INLINE_FUNCTION void prefetch_tile_l2(int item, int tid) const {
     if (item < 0) return;
-    const StateT* const tile = state_fragment(Item(*this, item), 0, 0);  // lane 0 of group 0: the tile's origin
+    const StateT* const tile =
+        state_fragment(Item(*this, item), 0, 0);  // lane 0 of group 0: the tile's origin
     constexpr int kRowBytes = kTeamCols * static_cast<int>(sizeof(StateT));
     for (int r = tid; r < Dk; r += kThreads) {
-      const char* const row = reinterpret_cast<const char*>(tile + static_cast<std::size_t>(r) * Dk);
+      const char* const row =
+          reinterpret_cast<const char*>(tile + static_cast<std::size_t>(r) * Dk);
       GDN_UNROLL
       for (int b = 0; b < kRowBytes; b += kL2LineBytes) prefetch_l2(row + b);
     }
@@ -423,8 +449,8 @@ struct RecurrenceKernel {
   /// (Kokkos's host backends hand a thread consecutive league ranks; a wrong
   /// guess only costs bandwidth). Returns its state fragment, or nullptr
   /// when there is none or it is an empty row.
-  KOKKOS_INLINE_FUNCTION const StateT* next_item_hint(const Stage& cur, const Stage& nxt, const Item& nit, int lane,
-                                                      int cg) const {
+  KOKKOS_INLINE_FUNCTION const StateT* next_item_hint(const Stage& cur, const Stage& nxt,
+                                                      const Item& nit, int lane, int cg) const {
     if (nxt.item == cur.item) return nullptr;  // not the item's last stage
     if (nxt.item < 0 && cur.item + 1 >= m_items) return nullptr;
     const Item g = nxt.item >= 0 ? nit : Item(*this, cur.item + 1);
@@ -432,7 +458,8 @@ struct RecurrenceKernel {
     if (m_qkv.stride(1) == 1) {      // v rows contiguous: kTeamCols floats per token
       constexpr int kLineFloats = kCacheLineBytes / static_cast<int>(sizeof(float));
       const long x_tok = static_cast<long>(m_qkv.stride(0));
-      const float* const v0 = &m_qkv(g.t_begin, 0) + 2 * m_key_dim + static_cast<long>(g.h) * Dk + g.tile * kTeamCols;
+      const float* const v0 =
+          &m_qkv(g.t_begin, 0) + 2 * m_key_dim + static_cast<long>(g.h) * Dk + g.tile * kTeamCols;
       const int nt = g.len < kChunk ? g.len : kChunk;
       for (int tt = 0; tt < nt; ++tt) {
         for (int c = 0; c < kTeamCols; c += kLineFloats) prefetch_line(v0 + tt * x_tok + c);
@@ -442,8 +469,9 @@ struct RecurrenceKernel {
   }
 
   /// Record writes, norms and the token loop of one staged chunk.
-  KOKKOS_INLINE_FUNCTION void compute_stage(const Member& team, const Item& it, int c0, const ChunkBuf& buf,
-                                            float* norm_base, float (&s)[kRows][kCols], int lane, int cg, int tid,
+  KOKKOS_INLINE_FUNCTION void compute_stage(const Member& team, const Item& it, int c0,
+                                            const ChunkBuf& buf, float* norm_base,
+                                            float (&s)[kRows][kCols], int lane, int cg, int tid,
                                             const StateT* prefetch) const {
     const int nt = (it.len - c0 < kChunk) ? (it.len - c0) : kChunk;
     const bool record = Verify && it.len <= m_ring_len;
@@ -467,12 +495,14 @@ struct RecurrenceKernel {
       for (int i = tid; i < Dk; i += kThreads) {
         const float* src = buf.sk + i;
         RingT* dst = &m_ring(ring_row, it.kh, c0, i);
-        for (int tt = 0; tt < nt; ++tt, src += Dk, dst += rec_stride) *dst = from_float<RingT>(*src);
+        for (int tt = 0; tt < nt; ++tt, src += Dk, dst += rec_stride)
+          *dst = from_float<RingT>(*src);
       }
     }
     if (record && it.tile == 0) {
       for (int tt = tid; tt < nt; tt += kThreads) {
-        m_ring(ring_row, it.kh, c0 + tt, Dk + m_group * Dk + it.g) = from_float<RingT>(buf.ssc[tt * kScalars]);
+        m_ring(ring_row, it.kh, c0 + tt, Dk + m_group * Dk + it.g) =
+            from_float<RingT>(buf.ssc[tt * kScalars]);
       }
     }
     // Norms: 2*nt sums of squares (task 2*tt: q of token tt, 2*tt + 1: its
@@ -481,8 +511,10 @@ struct RecurrenceKernel {
     auto norm_task = [&](int task, float* dst, int norm_tok) {
       const int tt = task / 2;
       const bool is_k = task % 2 != 0;
-      const float ss = lane_sum_squares<kRows, kLanes, kNormAcc, kStride>((is_k ? k_lane : q_lane) + tt * Dk);
-      if (lane == 0) dst[tt * norm_tok + (is_k ? 1 : 0)] = is_k ? key_inv_norm(ss) : query_factor(ss, m_q_scale);
+      const float ss =
+          lane_sum_squares<kRows, kLanes, kNormAcc, kStride>((is_k ? k_lane : q_lane) + tt * Dk);
+      if (lane == 0)
+        dst[tt * norm_tok + (is_k ? 1 : 0)] = is_k ? key_inv_norm(ss) : query_factor(ss, m_q_scale);
     };
     // Either the team's lane groups share the tasks and store into the
     // staged scalars (qf, kinv at [2], [3]), then a team barrier; or, with
@@ -493,11 +525,14 @@ struct RecurrenceKernel {
     float* const norms = kWarpNorms ? norm_base + team.team_rank() * (2 * kChunk) : buf.ssc + 2;
     constexpr int kNormTok = kWarpNorms ? 2 : kScalars;  // distance between two tokens' norms
     if constexpr (kWarpNorms) {
-      for (int task = cg % kStride; task < 2 * nt; task += kStride) norm_task(task, norms, kNormTok);
+      for (int task = cg % kStride; task < 2 * nt; task += kStride)
+        norm_task(task, norms, kNormTok);
       vector_sync();
     } else {
-      // Task x*team_size + w goes to group x of vector w: the first tasks are spread over the warps.
-      for (int task = (cg % kStride) * Map::team_size + cg / kStride; task < 2 * nt; task += Map::team_threads) {
+      // Task x*team_size + w goes to group x of vector w: the first tasks are spread over the
+      // warps.
+      for (int task = (cg % kStride) * Map::team_size + cg / kStride; task < 2 * nt;
+           task += Map::team_threads) {
         norm_task(task, norms, kNormTok);
       }
       team.team_barrier();
@@ -516,13 +551,16 @@ struct RecurrenceKernel {
       const bool out_lane = lane % kPer == 0;
       const bool rec_lane = record && (kPer == 1 || lane % kPer == 1);
       // Token tt's output and record u at out_p / rec_p (advanced per token).
-      float* out_p = &m_out(it.t_begin + static_cast<std::uint32_t>(c0), static_cast<long>(it.h) * Dk + col0 + my_col);
-      RingT* rec_p = record ? &m_ring(ring_row, it.kh, c0, Dk + it.g * Dk + col0 + my_col) : nullptr;
+      float* out_p = &m_out(it.t_begin + static_cast<std::uint32_t>(c0),
+                            static_cast<long>(it.h) * Dk + col0 + my_col);
+      RingT* rec_p =
+          record ? &m_ring(ring_row, it.kh, c0, Dk + it.g * Dk + col0 + my_col) : nullptr;
       const float* const v_own = buf.sv + cg * kCols + my_col;  // token tt at + tt * kTeamCols
       float u[kCols];
       float oacc[1][kCols];
       float nacc[1][kCols];
-      // Token tt's decay and beta (staged), its query factor and key inverse norm (this vector's norms).
+      // Token tt's decay and beta (staged), its query factor and key inverse norm (this vector's
+      // norms).
       float db[2];
       float nm[2];
       auto load_scalars = [&](int tt) {
@@ -539,8 +577,10 @@ struct RecurrenceKernel {
         }
       };
       load_scalars(0);
-      fused_sweep<kRows, kCols, kLanes, 1, kCols, false, true>(s, 0, k_lane, q_lane, u, oacc, k_lane, db[0], nacc);
-      float u_own = delta_factor(v_own[0], lane_reduce_scatter<kLanes, kStride>(nacc[0], lane), db[1], nm[1]);
+      fused_sweep<kRows, kCols, kLanes, 1, kCols, false, true>(s, 0, k_lane, q_lane, u, oacc,
+                                                               k_lane, db[0], nacc);
+      float u_own =
+          delta_factor(v_own[0], lane_reduce_scatter<kLanes, kStride>(nacc[0], lane), db[1], nm[1]);
       lane_gather<kLanes, kStride>(u_own, u);
       for (int tt = 0; tt < nt; ++tt) {
         const float* const kt = k_lane + tt * Dk;
@@ -549,9 +589,11 @@ struct RecurrenceKernel {
         const bool next = tt + 1 < nt;
         if (next) {
           load_scalars(tt + 1);
-          fused_sweep<kRows, kCols, kLanes, 1, kCols, true, true>(s, 0, kt, qt, u, oacc, kt + Dk, db[0], nacc);
+          fused_sweep<kRows, kCols, kLanes, 1, kCols, true, true>(s, 0, kt, qt, u, oacc, kt + Dk,
+                                                                  db[0], nacc);
         } else {
-          fused_sweep<kRows, kCols, kLanes, 1, kCols, true, false>(s, 0, kt, qt, u, oacc, kt, 0.0f, nacc);
+          fused_sweep<kRows, kCols, kLanes, 1, kCols, true, false>(s, 0, kt, qt, u, oacc, kt, 0.0f,
+                                                                   nacc);
         }
         const float o_own = lane_reduce_scatter<kLanes, kStride>(oacc[0], lane);
         if (out_lane) *out_p = qf * o_own;
@@ -570,9 +612,9 @@ struct RecurrenceKernel {
       // and record u of its columns.
       float us[kChunk][kCols];
       float os[kChunk][kCols];
-      token_steps_fused<kRows, kCols, kAcc, Map::col_block, kChunk>(s, k_lane, q_lane, Dk, buf.sv + cg * kCols,
-                                                                    kTeamCols, buf.ssc, kScalars, nt, us, os, prefetch,
-                                                                    static_cast<long>(Dk));
+      token_steps_fused<kRows, kCols, kAcc, Map::col_block, kChunk>(
+          s, k_lane, q_lane, Dk, buf.sv + cg * kCols, kTeamCols, buf.ssc, kScalars, nt, us, os,
+          prefetch, static_cast<long>(Dk));
       float* const out_row = &m_out(it.t_begin, static_cast<long>(it.h) * Dk + col0);
       const long out_col = static_cast<long>(m_out.stride(1));
       for (int tt = 0; tt < nt; ++tt) {

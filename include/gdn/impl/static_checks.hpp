@@ -20,8 +20,10 @@ struct PoolViewTraits {
   using value_type = typename std::remove_const<typename V::value_type>::type;
   static constexpr bool rank_ok = unsigned(V::rank) == 4;
   static constexpr bool type_ok = IsStorageType<value_type>::value;
-  static constexpr bool layout_ok = std::is_same<typename V::array_layout, Kokkos::LayoutRight>::value;
-  static constexpr bool space_ok = std::is_same<typename V::memory_space, typename ExecSpace::memory_space>::value;
+  static constexpr bool layout_ok =
+      std::is_same<typename V::array_layout, Kokkos::LayoutRight>::value;
+  static constexpr bool space_ok =
+      std::is_same<typename V::memory_space, typename ExecSpace::memory_space>::value;
 };
 
 }  // namespace Impl

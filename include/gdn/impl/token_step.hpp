@@ -27,7 +27,9 @@ namespace Impl {
 KOKKOS_FORCEINLINE_FUNCTION float decay_state(float s, float decay) { return s * decay; }
 
 /// fma(k, u, S*decay) (the second half: one fused multiply-add).
-KOKKOS_FORCEINLINE_FUNCTION float delta_update(float k, float u, float s_decayed) { return fmaf(k, u, s_decayed); }
+KOKKOS_FORCEINLINE_FUNCTION float delta_update(float k, float u, float s_decayed) {
+  return fmaf(k, u, s_decayed);
+}
 
 /// u = beta * (v - kv*kinv) * kinv, with v - kv*kinv as one fma.
 KOKKOS_FORCEINLINE_FUNCTION float delta_factor(float v, float kv, float beta, float kinv) {
@@ -35,10 +37,14 @@ KOKKOS_FORCEINLINE_FUNCTION float delta_factor(float v, float kv, float beta, fl
 }
 
 /// 1 / sqrt(sum k^2 + 1e-6)
-KOKKOS_FORCEINLINE_FUNCTION float key_inv_norm(float sum_sq) { return 1.0f / sqrtf(sum_sq + 1e-6f); }
+KOKKOS_FORCEINLINE_FUNCTION float key_inv_norm(float sum_sq) {
+  return 1.0f / sqrtf(sum_sq + 1e-6f);
+}
 
 /// (1/sqrt(Dk)) / sqrt(sum q^2 + 1e-6)
-KOKKOS_FORCEINLINE_FUNCTION float query_factor(float sum_sq, float q_scale) { return q_scale / sqrtf(sum_sq + 1e-6f); }
+KOKKOS_FORCEINLINE_FUNCTION float query_factor(float sum_sq, float q_scale) {
+  return q_scale / sqrtf(sum_sq + 1e-6f);
+}
 
 /// \brief Which rows of a state column a lane owns, and where it finds them
 /// in the staged key and query (natural channel order in team scratch).
@@ -91,8 +97,8 @@ KOKKOS_FORCEINLINE_FUNCTION void combine_partials(float (&acc)[A][C]) {
   }
 }
 
-/// Sum of squares of this lane's `Rows` staged rows (`x` = its staged base), then over the lane group.
-/// Row r feeds partial sum r % A, rows in order, then combine_partials.
+/// Sum of squares of this lane's `Rows` staged rows (`x` = its staged base), then over the lane
+/// group. Row r feeds partial sum r % A, rows in order, then combine_partials.
 template <int Rows, int Lanes, int A, int Stride = 1>
 KOKKOS_FORCEINLINE_FUNCTION float lane_sum_squares(const float* x) {
   constexpr int V = staged_fetch<Lanes, A>;  // rows per fetch
@@ -168,12 +174,15 @@ struct PrefetchCursor {
 /// The host runs it over 16-column blocks of one lane (token_steps_fused), a
 /// GPU lane over its whole fragment (RecurrenceKernel::compute_stage).
 /// `pf` (host) prefetches: `pf.group()` once per group of rows, `pf.row(r)` per row.
-template <int Rows, int Cols, int Lanes, int A, int Block, bool Apply, bool Next, class Pf = NoPrefetch>
-KOKKOS_FORCEINLINE_FUNCTION void fused_sweep(float (&s)[Rows][Cols], int c0, const float* kt, const float* qt,
-                                             const float (&ub)[Block], float (&oacc)[A][Block], const float* kn,
-                                             float dn, float (&nacc)[A][Block], Pf&& pf = Pf()) {
+template <int Rows, int Cols, int Lanes, int A, int Block, bool Apply, bool Next,
+          class Pf = NoPrefetch>
+KOKKOS_FORCEINLINE_FUNCTION void fused_sweep(float (&s)[Rows][Cols], int c0, const float* kt,
+                                             const float* qt, const float (&ub)[Block],
+                                             float (&oacc)[A][Block], const float* kn, float dn,
+                                             float (&nacc)[A][Block], Pf&& pf = Pf()) {
   constexpr int V = staged_fetch<Lanes, A>;  // rows per fetch
-  static_assert(Rows % V == 0 && V % A == 0, "fetch width and accumulators must divide the rows per lane");
+  static_assert(Rows % V == 0 && V % A == 0,
+                "fetch width and accumulators must divide the rows per lane");
   GDN_UNROLL
   GDN_HOST_UNROLL
   for (int a = 0; a < A; ++a) {
@@ -234,14 +243,19 @@ KOKKOS_FORCEINLINE_FUNCTION void fused_sweep(float (&s)[Rows][Cols], int c0, con
 /// faster one in each case, measured; a burst before each sweep stalled on
 /// full miss buffers).
 template <int Rows, int Cols, int A, int Block, int MaxT, class P>
-KOKKOS_FORCEINLINE_FUNCTION void token_steps_fused(float (&s)[Rows][Cols], const float* k, const float* q,
-                                                   int kq_stride, const float* v, int v_stride, const float* sc,
-                                                   int sc_stride, int nt, float (&u)[MaxT][Cols],
-                                                   float (&o)[MaxT][Cols], const P* pf_tile, long pf_row) {
-  static_assert(Cols % Block == 0 && Rows % A == 0, "column blocks and accumulators must divide the tile");
-  constexpr int kRowLines = (Cols * static_cast<int>(sizeof(P)) + kCacheLineBytes - 1) / kCacheLineBytes;
+KOKKOS_FORCEINLINE_FUNCTION void token_steps_fused(float (&s)[Rows][Cols], const float* k,
+                                                   const float* q, int kq_stride, const float* v,
+                                                   int v_stride, const float* sc, int sc_stride,
+                                                   int nt, float (&u)[MaxT][Cols],
+                                                   float (&o)[MaxT][Cols], const P* pf_tile,
+                                                   long pf_row) {
+  static_assert(Cols % Block == 0 && Rows % A == 0,
+                "column blocks and accumulators must divide the tile");
+  constexpr int kRowLines =
+      (Cols * static_cast<int>(sizeof(P)) + kCacheLineBytes - 1) / kCacheLineBytes;
   // Lines of the next tile under one (line-aligned) column block.
-  constexpr int kBlockLines = (Block * static_cast<int>(sizeof(P)) + kCacheLineBytes - 1) / kCacheLineBytes;
+  constexpr int kBlockLines =
+      (Block * static_cast<int>(sizeof(P)) + kCacheLineBytes - 1) / kCacheLineBytes;
   const long tile_row_bytes = pf_row * static_cast<long>(sizeof(P));
   // One token: the prefetch is spread over the row groups of the two sweeps;
   // more tokens: the first applying sweep of each column block prefetches
@@ -250,7 +264,8 @@ KOKKOS_FORCEINLINE_FUNCTION void token_steps_fused(float (&s)[Rows][Cols], const
   const bool by_row = pf_tile != nullptr && nt > 1;
   PrefetchCursor<kRowLines> pf;
   if (spread) {
-    const int steps = (Cols / Block) * 2 * (Rows / staged_fetch<1, A>);  // row groups of the two sweeps
+    const int steps =
+        (Cols / Block) * 2 * (Rows / staged_fetch<1, A>);  // row groups of the two sweeps
     pf.base = reinterpret_cast<const char*>(pf_tile);
     pf.row_bytes = tile_row_bytes;
     pf.lines = Rows * kRowLines;
@@ -271,21 +286,26 @@ KOKKOS_FORCEINLINE_FUNCTION void token_steps_fused(float (&s)[Rows][Cols], const
       const float* const kn = k + tn * kq_stride;
       if (spread) {  // one token: a prefetch step per row group
         if (t < 0) {
-          fused_sweep<Rows, Cols, 1, A, Block, false, true>(s, c0, kt, qt, ub, oacc, kn, scn[0], nacc, pf);
+          fused_sweep<Rows, Cols, 1, A, Block, false, true>(s, c0, kt, qt, ub, oacc, kn, scn[0],
+                                                            nacc, pf);
         } else {
-          fused_sweep<Rows, Cols, 1, A, Block, true, false>(s, c0, kt, qt, ub, oacc, kn, 0.0f, nacc, pf);
+          fused_sweep<Rows, Cols, 1, A, Block, true, false>(s, c0, kt, qt, ub, oacc, kn, 0.0f, nacc,
+                                                            pf);
         }
       } else if (by_row && t == 0 && (c0 * static_cast<int>(sizeof(P))) % kCacheLineBytes == 0) {
         // Several tokens: while the first token is applied to this column
         // block, row r prefetches row r of the next tile at this block.
         RowPrefetch<kBlockLines> rp{reinterpret_cast<const char*>(pf_tile + c0), tile_row_bytes};
         if (next) {
-          fused_sweep<Rows, Cols, 1, A, Block, true, true>(s, c0, kt, qt, ub, oacc, kn, scn[0], nacc, rp);
+          fused_sweep<Rows, Cols, 1, A, Block, true, true>(s, c0, kt, qt, ub, oacc, kn, scn[0],
+                                                           nacc, rp);
         } else {
-          fused_sweep<Rows, Cols, 1, A, Block, true, false>(s, c0, kt, qt, ub, oacc, kn, 0.0f, nacc, rp);
+          fused_sweep<Rows, Cols, 1, A, Block, true, false>(s, c0, kt, qt, ub, oacc, kn, 0.0f, nacc,
+                                                            rp);
         }
       } else if (t < 0) {
-        fused_sweep<Rows, Cols, 1, A, Block, false, true>(s, c0, kt, qt, ub, oacc, kn, scn[0], nacc);
+        fused_sweep<Rows, Cols, 1, A, Block, false, true>(s, c0, kt, qt, ub, oacc, kn, scn[0],
+                                                          nacc);
       } else if (next) {
         fused_sweep<Rows, Cols, 1, A, Block, true, true>(s, c0, kt, qt, ub, oacc, kn, scn[0], nacc);
       } else {

@@ -40,7 +40,8 @@ std::string extents_str(const V& v) {
 class ArgCheck {
  public:
   explicit ArgCheck(const char* function) : m_function(function) {}
-  void require(bool ok, const char* argument, const std::string& expected, const std::string& got) const {
+  void require(bool ok, const char* argument, const std::string& expected,
+               const std::string& got) const {
     if (!ok) throw InvalidArgument(m_function, argument, expected, got);
   }
   const char* function() const { return m_function; }
@@ -54,11 +55,13 @@ inline void check_heads(const ArgCheck& c, const HeadConfig& cfg) {
   c.require(cfg.num_key_heads > 0, "cfg.num_key_heads", "> 0", to_str(cfg.num_key_heads));
   c.require(cfg.num_value_heads > 0, "cfg.num_value_heads", "> 0", to_str(cfg.num_value_heads));
   c.require(cfg.num_value_heads % cfg.num_key_heads == 0, "cfg.num_value_heads",
-            "a multiple of num_key_heads = " + to_str(cfg.num_key_heads), to_str(cfg.num_value_heads));
+            "a multiple of num_key_heads = " + to_str(cfg.num_key_heads),
+            to_str(cfg.num_value_heads));
   c.require(cfg.key_head_dim == 64 || cfg.key_head_dim == 128, "cfg.key_head_dim",
             "64 or 128 (the supported head dims)", to_str(cfg.key_head_dim));
   c.require(cfg.value_head_dim == cfg.key_head_dim, "cfg.value_head_dim",
-            "value_head_dim == key_head_dim = " + to_str(cfg.key_head_dim), to_str(cfg.value_head_dim));
+            "value_head_dim == key_head_dim = " + to_str(cfg.key_head_dim),
+            to_str(cfg.value_head_dim));
 }
 
 inline void check_league(const ArgCheck& c, const char* argument, long long league) {
@@ -68,21 +71,25 @@ inline void check_league(const ArgCheck& c, const char* argument, long long leag
 
 /// The per-token inputs against the batch size B; returns the token count (qkv.extent(0)).
 template <class M>
-std::size_t check_inputs(const ArgCheck& c, const HeadConfig& cfg, const TokenInputs<M>& in, std::size_t batch) {
+std::size_t check_inputs(const ArgCheck& c, const HeadConfig& cfg, const TokenInputs<M>& in,
+                         std::size_t batch) {
   c.require(in.row_offsets.extent(0) == batch + 1, "inputs.row_offsets",
             "extent(0) == B + 1 = " + to_str(batch + 1) + " (B = state_slots.extent(0))",
             "extent(0) = " + to_str(in.row_offsets.extent(0)));
   const std::size_t tokens = in.qkv.extent(0);
   c.require(in.qkv.extent(1) >= std::size_t(cfg.conv_dim()), "inputs.qkv",
-            "extent(1) >= conv_dim = 2*nk*Dk + nv*Dv = " + to_str(cfg.conv_dim()), "shape " + extents_str(in.qkv));
-  c.require(
-      in.decay.extent(0) >= tokens && in.decay.extent(1) >= std::size_t(cfg.num_value_heads), "inputs.decay",
-      "shape >= [tokens, nv] = [" + to_str(tokens) + ", " + to_str(cfg.num_value_heads) + "] (tokens = qkv.extent(0))",
-      "shape " + extents_str(in.decay));
-  c.require(
-      in.beta.extent(0) >= tokens && in.beta.extent(1) >= std::size_t(cfg.num_value_heads), "inputs.beta",
-      "shape >= [tokens, nv] = [" + to_str(tokens) + ", " + to_str(cfg.num_value_heads) + "] (tokens = qkv.extent(0))",
-      "shape " + extents_str(in.beta));
+            "extent(1) >= conv_dim = 2*nk*Dk + nv*Dv = " + to_str(cfg.conv_dim()),
+            "shape " + extents_str(in.qkv));
+  c.require(in.decay.extent(0) >= tokens && in.decay.extent(1) >= std::size_t(cfg.num_value_heads),
+            "inputs.decay",
+            "shape >= [tokens, nv] = [" + to_str(tokens) + ", " + to_str(cfg.num_value_heads) +
+                "] (tokens = qkv.extent(0))",
+            "shape " + extents_str(in.decay));
+  c.require(in.beta.extent(0) >= tokens && in.beta.extent(1) >= std::size_t(cfg.num_value_heads),
+            "inputs.beta",
+            "shape >= [tokens, nv] = [" + to_str(tokens) + ", " + to_str(cfg.num_value_heads) +
+                "] (tokens = qkv.extent(0))",
+            "shape " + extents_str(in.beta));
   return tokens;
 }
 
@@ -92,8 +99,8 @@ void check_state(const ArgCheck& c, const HeadConfig& cfg, const StateView& stat
                   state.extent(2) == std::size_t(cfg.key_head_dim) &&
                   state.extent(3) == std::size_t(cfg.value_head_dim);
   c.require(ok, "state",
-            "shape [slots, nv, Dk, Dv] = [slots, " + to_str(cfg.num_value_heads) + ", " + to_str(cfg.key_head_dim) +
-                ", " + to_str(cfg.value_head_dim) + "]",
+            "shape [slots, nv, Dk, Dv] = [slots, " + to_str(cfg.num_value_heads) + ", " +
+                to_str(cfg.key_head_dim) + ", " + to_str(cfg.value_head_dim) + "]",
             "shape " + extents_str(state));
   c.require(!need_rows || state.extent(0) > 0, "state", "at least one pool row (slots >= 1)",
             "shape " + extents_str(state));
@@ -111,9 +118,11 @@ void check_out(const ArgCheck& c, const HeadConfig& cfg, const OutView& out, std
 
 template <class RingView>
 void check_ring(const ArgCheck& c, const HeadConfig& cfg, const RingView& ring, bool need_rows) {
-  const std::size_t rec = ring_record_elements(cfg.key_head_dim, cfg.value_head_dim, cfg.group_size());
+  const std::size_t rec =
+      ring_record_elements(cfg.key_head_dim, cfg.value_head_dim, cfg.group_size());
   c.require(ring.extent(1) == std::size_t(cfg.num_key_heads), "ring",
-            "extent(1) == nk = " + to_str(cfg.num_key_heads) + " (shape [ring_rows, nk, RING_LEN, record_stride])",
+            "extent(1) == nk = " + to_str(cfg.num_key_heads) +
+                " (shape [ring_rows, nk, RING_LEN, record_stride])",
             "shape " + extents_str(ring));
   c.require(ring.extent(2) >= 1, "ring", "RING_LEN = extent(2) >= 1", "shape " + extents_str(ring));
   c.require(ring.extent(2) <= std::size_t(INT_MAX), "ring", "RING_LEN = extent(2) <= INT_MAX",
@@ -121,7 +130,8 @@ void check_ring(const ArgCheck& c, const HeadConfig& cfg, const RingView& ring, 
   c.require(ring.extent(3) >= rec, "ring",
             "record_stride = extent(3) >= ring_record_elements(Dk, Dv, G) = " + to_str(rec),
             "shape " + extents_str(ring));
-  c.require(!need_rows || ring.extent(0) > 0, "ring", "at least one ring row", "shape " + extents_str(ring));
+  c.require(!need_rows || ring.extent(0) > 0, "ring", "at least one ring row",
+            "shape " + extents_str(ring));
 }
 
 // ---------------------------------------------------------------------------
@@ -144,15 +154,19 @@ std::vector<std::uint32_t> host_copy_2d(const V& v) {  // row-major copy
   return r;
 }
 
-inline std::string at(const char* name, std::size_t i) { return std::string(name) + "[" + to_str(i) + "]"; }
+inline std::string at(const char* name, std::size_t i) {
+  return std::string(name) + "[" + to_str(i) + "]";
+}
 
 /// offsets: [0] == 0, non-decreasing, last <= tokens.
-inline void check_offsets_contents(const ArgCheck& c, const std::vector<std::uint32_t>& off, std::size_t tokens) {
-  c.require(off[0] == 0, "inputs.row_offsets", "row_offsets[0] == 0", "row_offsets[0] = " + to_str(off[0]));
+inline void check_offsets_contents(const ArgCheck& c, const std::vector<std::uint32_t>& off,
+                                   std::size_t tokens) {
+  c.require(off[0] == 0, "inputs.row_offsets", "row_offsets[0] == 0",
+            "row_offsets[0] = " + to_str(off[0]));
   for (std::size_t b = 1; b < off.size(); ++b) {
-    c.require(
-        off[b] >= off[b - 1], "inputs.row_offsets", "non-decreasing offsets",
-        at("row_offsets", b) + " = " + to_str(off[b]) + " < " + at("row_offsets", b - 1) + " = " + to_str(off[b - 1]));
+    c.require(off[b] >= off[b - 1], "inputs.row_offsets", "non-decreasing offsets",
+              at("row_offsets", b) + " = " + to_str(off[b]) + " < " + at("row_offsets", b - 1) +
+                  " = " + to_str(off[b - 1]));
   }
   c.require(off.back() <= tokens, "inputs.row_offsets",
             "row_offsets[B] <= tokens = " + to_str(tokens) + " (qkv.extent(0))",
@@ -160,8 +174,9 @@ inline void check_offsets_contents(const ArgCheck& c, const std::vector<std::uin
 }
 
 inline std::string index_name(const char* argument, std::size_t e, std::size_t row_len) {
-  return row_len ? std::string(argument) + "(" + to_str(e / row_len) + ", " + to_str(e % row_len) + ")"
-                 : at(argument, e);
+  return row_len
+             ? std::string(argument) + "(" + to_str(e / row_len) + ", " + to_str(e % row_len) + ")"
+             : at(argument, e);
 }
 
 /// Every entry e with used[e] must index below `limit`; an entry with
@@ -169,11 +184,13 @@ inline std::string index_name(const char* argument, std::size_t e, std::size_t r
 /// used entry (the two requests would race). `row_len` > 0 names 2-D entries.
 inline void check_rows(const ArgCheck& c, const char* argument, const char* limit_name,
                        const std::vector<std::uint32_t>& idx, const std::vector<char>& used,
-                       const std::vector<char>& exclusive, std::size_t limit, std::size_t row_len, const char* what) {
+                       const std::vector<char>& exclusive, std::size_t limit, std::size_t row_len,
+                       const char* what) {
   std::vector<std::size_t> users(limit, 0), first(limit, 0);
   for (std::size_t e = 0; e < idx.size(); ++e) {
     if (!used[e]) continue;
-    c.require(idx[e] < limit, argument, std::string(what) + " < " + limit_name + " = " + to_str(limit),
+    c.require(idx[e] < limit, argument,
+              std::string(what) + " < " + limit_name + " = " + to_str(limit),
               index_name(argument, e, row_len) + " = " + to_str(idx[e]));
     if (users[idx[e]]++ == 0) first[idx[e]] = e;
   }
@@ -185,9 +202,11 @@ inline void check_rows(const ArgCheck& c, const char* argument, const char* limi
       }
     }
     c.require(false, argument,
-              std::string("a ") + what + " written by this call to be used by no other request of the call",
+              std::string("a ") + what +
+                  " written by this call to be used by no other request of the call",
               index_name(argument, e, row_len) + " = " + to_str(idx[e]) + " is written, and " +
-                  index_name(argument, other, row_len) + " = " + to_str(idx[other]) + " uses it too");
+                  index_name(argument, other, row_len) + " = " + to_str(idx[other]) +
+                  " uses it too");
   }
 }
 
