@@ -35,29 +35,14 @@ void forward_vs_reference(const gdn::HeadConfig& cfg, const std::vector<int>& le
   const bool bf = sizeof(StateT) == 2;
   // Split every row into `calls_per_row` consecutive calls (decode-style when lens/calls == 1).
   for (int c = 0; c < calls_per_row; ++c) {
-    std::vector<int> part(B);
-    std::vector<std::uint32_t> first(B);
+    std::vector<std::uint32_t> part(B), first(B);
     for (int b = 0; b < B; ++b) {
       const int L = p.len(b);
       const int lo = L * c / calls_per_row, hi = L * (c + 1) / calls_per_row;
-      part[b] = hi - lo;
-      first[b] = p.offsets[b] + lo;
+      part[b] = std::uint32_t(hi - lo);
+      first[b] = p.offsets[b] + std::uint32_t(lo);
     }
-    Problem q;
-    q.cfg = cfg;
-    q.offsets.assign(1, 0);
-    const std::size_t C = cfg.conv_dim(), H = cfg.num_value_heads;
-    for (int b = 0; b < B; ++b) {
-      for (int t = int(first[b]); t < int(first[b]) + part[b]; ++t) {
-        q.host.qkv.insert(q.host.qkv.end(), p.host.qkv.begin() + t * C,
-                          p.host.qkv.begin() + (t + 1) * C);
-        q.host.decay.insert(q.host.decay.end(), p.host.decay.begin() + t * H,
-                            p.host.decay.begin() + (t + 1) * H);
-        q.host.beta.insert(q.host.beta.end(), p.host.beta.begin() + t * H,
-                           p.host.beta.begin() + (t + 1) * H);
-      }
-      q.offsets.push_back(q.offsets.back() + part[b]);
-    }
+    const Problem q = sub_problem(p, first, part);
     const DeviceInputs d = upload(q);
     Strided2D out = make_out(q);
     gdn::recurrence_fwd(space, cfg, d.in, to_device(slots), S, out.view);
@@ -66,7 +51,7 @@ void forward_vs_reference(const gdn::HeadConfig& cfg, const std::vector<int>& le
       for (double& v : ref_pool) v = gdn_ref::round_to_bf16(v);  // the kernel stores bf16 here
     const auto o = read_2d(out);
     for (int b = 0; b < B; ++b)
-      for (int t = 0; t < part[b]; ++t)
+      for (std::uint32_t t = 0; t < part[b]; ++t)
         for (long j = 0; j < cfg.value_dim(); ++j) {
           out_all[(first[b] + t) * cfg.value_dim() + j] =
               o[(q.offsets[b] + t) * cfg.value_dim() + j];

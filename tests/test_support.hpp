@@ -68,15 +68,16 @@ inline Problem make_problem(const gdn::HeadConfig& cfg, const std::vector<int>& 
   return p;
 }
 
-// The first n[b] tokens of every row of p, as a problem of its own.
-inline Problem prefix_problem(const Problem& p, const std::vector<std::uint32_t>& n) {
+// Tokens first[b] .. first[b] + count[b] - 1 (indices into p's tokens) of
+// every row b of p, as a problem of its own.
+inline Problem sub_problem(const Problem& p, const std::vector<std::uint32_t>& first,
+                           const std::vector<std::uint32_t>& count) {
   Problem r;
   r.cfg = p.cfg;
   r.offsets.assign(1, 0);
   const std::size_t C = p.cfg.conv_dim(), H = p.cfg.num_value_heads;
   for (int b = 0; b < p.batch(); ++b) {
-    const std::uint32_t take = std::min<std::uint32_t>(n[b], std::uint32_t(p.len(b)));
-    for (std::uint32_t t = p.offsets[b]; t < p.offsets[b] + take; ++t) {
+    for (std::size_t t = first[b]; t < std::size_t(first[b]) + count[b]; ++t) {
       r.host.qkv.insert(r.host.qkv.end(), p.host.qkv.begin() + t * C,
                         p.host.qkv.begin() + (t + 1) * C);
       r.host.decay.insert(r.host.decay.end(), p.host.decay.begin() + t * H,
@@ -84,9 +85,19 @@ inline Problem prefix_problem(const Problem& p, const std::vector<std::uint32_t>
       r.host.beta.insert(r.host.beta.end(), p.host.beta.begin() + t * H,
                          p.host.beta.begin() + (t + 1) * H);
     }
-    r.offsets.push_back(r.offsets.back() + take);
+    r.offsets.push_back(r.offsets.back() + count[b]);
   }
   return r;
+}
+
+// The first n[b] tokens of every row of p, as a problem of its own.
+inline Problem prefix_problem(const Problem& p, const std::vector<std::uint32_t>& n) {
+  std::vector<std::uint32_t> first(p.batch()), take(p.batch());
+  for (int b = 0; b < p.batch(); ++b) {
+    first[b] = p.offsets[b];
+    take[b] = std::min<std::uint32_t>(n[b], std::uint32_t(p.len(b)));
+  }
+  return sub_problem(p, first, take);
 }
 
 // ---------------------------------------------------------------------------
