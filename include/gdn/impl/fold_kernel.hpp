@@ -103,16 +103,19 @@ struct FoldKernel {
   /// Teams loop over items (league_rank, + league_size, ...); else one team per item.
   static constexpr bool kPersistent = Map::persistent_teams_per_sm > 0;
   static_assert(kPersistent || !Map::prefetch_state, "the state prefetch needs persistent teams");
-  /// With the state prefetch, the next item's first chunk of records is staged too.
-  static constexpr bool kPrefetchRecords = Map::prefetch_state;
-  /// Record buffers: two when the next item's first chunk is staged while this one computes.
-  static constexpr int kRecBufs = kPrefetchRecords ? 2 : 1;
+  /// Record buffers: with the state prefetch, the next item's first chunk of
+  /// records is staged into the second while this one computes.
+  static constexpr int kRecBufs = Map::prefetch_state ? 2 : 1;
 
   // +4: room to align the scratch arrays to 16 bytes.
   KOKKOS_INLINE_FUNCTION static constexpr int scratch_floats() {
     return kStateBufFloats + kRecBufs * kRecBufFloats + 4;
   }
   KOKKOS_INLINE_FUNCTION static constexpr int tiles_per_head() { return Dk / kTileRows; }
+  /// Records of the chunk that starts at record p0 of n.
+  KOKKOS_INLINE_FUNCTION static constexpr int chunk_len(int n, int p0) {
+    return (n - p0 < kChunk) ? (n - p0) : kChunk;
+  }
 
   /// A work item (layer, sequence b, value head h, row tile), decoded, with
   /// the table entries its fold reads: n = num_accepted[b] records of ring
@@ -250,7 +253,7 @@ struct FoldKernel {
     const int tid = team.team_rank();
     if constexpr (Map::prefetch_state) {
       prefetch_tile(it, sbuf, tid);
-      if constexpr (kPrefetchRecords) stage_records(it, 0, it.n < kChunk ? it.n : kChunk, cur, tid);
+      stage_records(it, 0, chunk_len(it.n, 0), cur, tid);
     }
     if constexpr (!kPersistent) {  // one team per item: nothing to look ahead to
       Item unused;
@@ -291,8 +294,8 @@ struct FoldKernel {
       for (int it = 0; it < kItems; ++it) load_vec(head + item_offset(tid, it, row0), s[it]);
     }
     for (int p0 = 0; p0 < n; p0 += kChunk) {
-      const int np = (n - p0 < kChunk) ? (n - p0) : kChunk;
-      if (!kPrefetchRecords || p0 > 0) stage_records(item, p0, np, cur, tid);
+      const int np = chunk_len(n, p0);
+      if (!Map::prefetch_state || p0 > 0) stage_records(item, p0, np, cur, tid);
       stage_wait();  // this thread's copies (records, and the prefetched tile) have landed
       if constexpr (Map::prefetch_state) {
         if (p0 == 0) {
@@ -308,8 +311,7 @@ struct FoldKernel {
         // final barrier.
         if (p0 == 0 && next.index >= 0) {
           prefetch_tile(next, sbuf, tid);
-          if constexpr (kPrefetchRecords)
-            stage_records(next, 0, next.n < kChunk ? next.n : kChunk, other, tid);
+          stage_records(next, 0, chunk_len(next.n, 0), other, tid);
         }
       }
       // Loaded here, looked at after the records are applied.

@@ -121,8 +121,7 @@ void launch_recurrence(const char* label, const ExecSpace& space, const HeadConf
     k.m_ring_len = Verify ? static_cast<int>(ring.extent(2)) : 0;
     k.m_key_dim = cfg.key_dim();
     k.m_q_scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(Dk)));
-    k.m_vec_inputs = in.qkv.stride(1) == 1 && in.qkv.stride(0) % 4 == 0 &&
-                     reinterpret_cast<std::uintptr_t>(in.qkv.data()) % 16 == 0;
+    k.m_vec_inputs = in.qkv.stride(1) == 1 && in.qkv.stride(0) % 4 == 0 && aligned16(in.qkv.data());
     const long long items =
         recurrence_league<ExecSpace, StateT>(cfg, slots.extent(0));  // <= INT_MAX (checked)
     k.m_items = static_cast<int>(items);
@@ -246,8 +245,8 @@ struct RingLauncher {
           FastDiv(static_cast<std::uint32_t>(batch > 0 ? batch : 1));  // B = 0: no items
       k.m_group_div = FastDiv(static_cast<std::uint32_t>(k.m_group));
       k.m_ring_len = static_cast<int>(ring.extent(2));
-      k.m_vec_records = std::is_same<RingT, float>::value && ring.stride(2) % 4 == 0 &&
-                        reinterpret_cast<std::uintptr_t>(ring.data()) % 16 == 0;
+      k.m_vec_records =
+          std::is_same<RingT, float>::value && ring.stride(2) % 4 == 0 && aligned16(ring.data());
       const long long items =
           static_cast<long long>(layers) * batch * cfg.num_value_heads * Kernel::tiles_per_head();
       k.m_items = static_cast<int>(items);  // <= INT_MAX (check_league)

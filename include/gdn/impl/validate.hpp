@@ -24,6 +24,9 @@
 namespace gdn {
 namespace Impl {
 
+/// Whether `p` is 16-byte aligned (the kernels' 16-byte loads and copies).
+inline bool aligned16(const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 == 0; }
+
 inline std::string to_str(long long v) { return std::to_string(v); }
 
 template <class V>
@@ -104,7 +107,7 @@ void check_state(const ArgCheck& c, const HeadConfig& cfg, const StateView& stat
             "shape " + extents_str(state));
   c.require(!need_rows || state.extent(0) > 0, "state", "at least one pool row (slots >= 1)",
             "shape " + extents_str(state));
-  c.require(state.size() == 0 || reinterpret_cast<std::uintptr_t>(state.data()) % 16 == 0, "state",
+  c.require(state.size() == 0 || aligned16(state.data()), "state",
             "data() aligned to 16 bytes (the kernels use 16-byte loads)", "a misaligned pointer");
 }
 
