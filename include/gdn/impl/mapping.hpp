@@ -631,6 +631,19 @@ KOKKOS_FORCEINLINE_FUNCTION void stage_row(float* dst, const float* src, long st
   }
 }
 
+/// Store `scale * src[n]` at `dst + n * stride` for n < N (the host's
+/// outputs); a unit stride is a contiguous, vectorised store.
+template <int N>
+KOKKOS_FORCEINLINE_FUNCTION void store_row_scaled(float* dst, long stride, float scale,
+                                                  const float* src) {
+  if (stride == 1) {
+    GDN_SIMD
+    for (int n = 0; n < N; ++n) dst[n] = scale * src[n];
+  } else {
+    for (int n = 0; n < N; ++n) dst[n * stride] = scale * src[n];
+  }
+}
+
 /// Copy `Bytes` bytes (CUDA: 4, 8 or 16, aligned to that) from global memory
 /// into team scratch, asynchronously like `stage_async`.
 template <int Bytes, class T>

@@ -620,13 +620,7 @@ struct RecurrenceKernel {
       for (int tt = 0; tt < nt; ++tt) {
         const float qf = buf.ssc[tt * kScalars + 2];
         const int p = c0 + tt;  // position in the row
-        float* const out_p = out_row + p * out_tok;
-        if (out_col == 1) {  // contiguous: vector stores
-          GDN_SIMD
-          for (int c = 0; c < kCols; ++c) out_p[c] = qf * os[tt][c];
-        } else {
-          for (int c = 0; c < kCols; ++c) out_p[c * out_col] = qf * os[tt][c];
-        }
+        store_row_scaled<kCols>(out_row + p * out_tok, out_col, qf, os[tt]);
         if (record) {
           RingT* const rec_u = &m_ring(ring_row, it.kh, p, Dk + it.g * Dk + col0);
           GDN_SIMD
