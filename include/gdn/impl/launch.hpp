@@ -125,7 +125,7 @@ void launch_recurrence(const char* label, const ExecSpace& space, const HeadConf
     const long long items =
         recurrence_league<ExecSpace, StateT>(cfg, slots.extent(0));  // <= INT_MAX (checked)
     k.m_items = static_cast<int>(items);
-    const long long league = launch_teams(space, items, Kernel::Map::persistent_teams_per_sm,
+    const long long league = launch_teams(space, items, Kernel::kPersistentTeams,
                                           team_shmem_bytes<Kernel>(Kernel::Map::team_size));
     launch_team_kernel(label, space, league, Kernel::Map::team_size, Kernel::Map::vector_length, k);
   };

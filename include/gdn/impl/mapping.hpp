@@ -105,16 +105,20 @@ struct RecurrenceMapping {
   static constexpr int col_block = GDN_HOST_COL_BLOCK;
   static constexpr int norm_accumulators = 16;  ///< partial sums for the q/k norms
   static constexpr int chunk_tokens = 16;       ///< tokens staged per team barrier
-  static constexpr int min_teams_per_sm = 1;    ///< launch bound (GPU only)
+  /// Launch bound for head dimension `dk`, forward or verify (GPU only).
+  static constexpr int min_teams_per_sm(int /*dk*/, bool /*verify*/) { return 1; }
   /// Persistent teams per thread (launch_teams; 0: one team per work item,
   /// scheduled dynamically, which measured faster: a thread then reads
   /// neighbouring tiles of the state).
-  static constexpr int persistent_teams_per_sm = GDN_HOST_PERSISTENT;
+  static constexpr int persistent_teams_per_sm(int /*dk*/, bool /*verify*/) {
+    return GDN_HOST_PERSISTENT;
+  }
   /// lane groups: norms per warp, not per team (forward)
   static constexpr bool warp_norms = false;
   static constexpr bool warp_norms_verify = false;  ///< the same for verify
   /// copy the next item's state into scratch during this one
   static constexpr bool prefetch_state = false;
+  static constexpr bool shared_state_copy = false;  ///< GPU only (see the CUDA mapping)
   /// Prefetch the next item's state into the cache (prefetch_line) during the
   /// last stage of the current one, spread over its sweeps (token_steps_fused).
   static constexpr bool prefetch_hint = GDN_HOST_PREFETCH != 0;
@@ -166,6 +170,12 @@ struct FoldMapping {
 #ifndef GDN_CUDA_MIN_TEAMS_BF16
 #define GDN_CUDA_MIN_TEAMS_BF16 4
 #endif
+#ifndef GDN_CUDA_MIN_TEAMS_VERIFY_D64
+#define GDN_CUDA_MIN_TEAMS_VERIFY_D64 5
+#endif
+#ifndef GDN_CUDA_MIN_TEAMS_VERIFY_D64_BF16
+#define GDN_CUDA_MIN_TEAMS_VERIFY_D64_BF16 6
+#endif
 #ifndef GDN_CUDA_WARP_NORMS
 #define GDN_CUDA_WARP_NORMS 0
 #endif
@@ -186,6 +196,9 @@ struct FoldMapping {
 #endif
 #ifndef GDN_CUDA_PREFETCH_L2
 #define GDN_CUDA_PREFETCH_L2 2
+#endif
+#ifndef GDN_CUDA_SHARED_STATE_COPY
+#define GDN_CUDA_SHARED_STATE_COPY 1
 #endif
 #ifndef GDN_CUDA_FOLD_ROWS
 #define GDN_CUDA_FOLD_ROWS 32
@@ -237,9 +250,22 @@ struct RecurrenceMapping<Kokkos::Cuda, StateT> {
   static constexpr int norm_accumulators = 4;
   static constexpr int chunk_tokens =
       sizeof(StateT) == 2 ? GDN_CUDA_CHUNK_TOKENS_BF16 : GDN_CUDA_CHUNK_TOKENS;
-  static constexpr int min_teams_per_sm =
-      sizeof(StateT) == 2 ? GDN_CUDA_MIN_TEAMS_BF16 : GDN_CUDA_MIN_TEAMS;
-  static constexpr int persistent_teams_per_sm = GDN_CUDA_PERSISTENT ? min_teams_per_sm : 0;
+  /// Teams per SM: 3 (float state) or 4 (bf16); verify at Dk = 64, 5 or 6
+  /// (its 8x4 fragments leave room: 96 registers with a 16-byte spill and
+  /// 80 registers, 22 and 21 KiB of
+  /// scratch per team). Same run, B = 128 to 512, verify D64 3 -> 5 teams
+  /// (float) 1 to 13 % faster, 4 -> 6 (bf16) 3 to 9 % faster; the forward
+  /// at Dk = 64 keeps 3 / 4 (more teams: decode 2 to 16 % slower, and bf16
+  /// spills at 6).
+  static constexpr int min_teams_per_sm(int dk, bool verify) {
+    if (verify && dk <= 64)
+      return sizeof(StateT) == 2 ? GDN_CUDA_MIN_TEAMS_VERIFY_D64_BF16
+                                 : GDN_CUDA_MIN_TEAMS_VERIFY_D64;
+    return sizeof(StateT) == 2 ? GDN_CUDA_MIN_TEAMS_BF16 : GDN_CUDA_MIN_TEAMS;
+  }
+  static constexpr int persistent_teams_per_sm(int dk, bool verify) {
+    return GDN_CUDA_PERSISTENT ? min_teams_per_sm(dk, verify) : 0;
+  }
   static constexpr bool warp_norms = GDN_CUDA_WARP_NORMS != 0;
   static constexpr bool warp_norms_verify =
       sizeof(StateT) == 2 ? GDN_CUDA_WARP_NORMS_BF16_VERIFY != 0 : GDN_CUDA_WARP_NORMS != 0;
@@ -253,6 +279,14 @@ struct RecurrenceMapping<Kokkos::Cuda, StateT> {
   /// always vs never: fwd bf16 T = 1 / 2 211 -> 188 / 215 -> 195 us, verify
   /// bf16 T = 2 168 -> 162 us; at T >= 4 it cost 2 to 5 %, hence the limit.
   static constexpr int prefetch_l2_max_len = prefetch_state ? GDN_CUDA_PREFETCH_L2 : 0;
+  /// With prefetch_state: the team copies the next state tile row by row
+  /// (16-byte copies, whole 128-byte lines per quarter warp) into a swizzled
+  /// tile in scratch, and each thread reads its fragment from there after a
+  /// team barrier, instead of every thread copying its own fragment (8- or
+  /// 16-byte pieces of 8 rows per warp instruction: one L2 request per
+  /// 32-byte sector, which made the L2 tag lookups the limit of the forward
+  /// with a bf16 state, ncu: 90 % of their peak).
+  static constexpr bool shared_state_copy = GDN_CUDA_SHARED_STATE_COPY != 0;
   using schedule = Kokkos::Schedule<Kokkos::Static>;
   static_assert(row_lanes >= 1 && row_lanes <= 32 && (row_lanes & (row_lanes - 1)) == 0,
                 "GDN_CUDA_ROW_LANES must be a power of two <= 32");

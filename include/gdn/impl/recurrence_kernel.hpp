@@ -78,9 +78,12 @@ template <class ExecSpace, class StateT, class RingT, int Dk, bool Verify>
 struct RecurrenceKernel {
   using Map = RecurrenceMapping<ExecSpace, StateT>;
   using MemSpace = typename ExecSpace::memory_space;
-  using Policy = Kokkos::TeamPolicy<
-      ExecSpace, typename Map::schedule,
-      Kokkos::LaunchBounds<Map::team_threads * Map::row_lanes, Map::min_teams_per_sm>>;
+  /// Teams per SM (launch bound) and persistent teams (launch_teams) of this kernel.
+  static constexpr int kMinTeams = Map::min_teams_per_sm(Dk, Verify);
+  static constexpr int kPersistentTeams = Map::persistent_teams_per_sm(Dk, Verify);
+  using Policy =
+      Kokkos::TeamPolicy<ExecSpace, typename Map::schedule,
+                         Kokkos::LaunchBounds<Map::team_threads * Map::row_lanes, kMinTeams>>;
   using Member = typename Policy::member_type;
   using ScratchView =
       Kokkos::View<float*, typename ExecSpace::scratch_memory_space, Kokkos::MemoryUnmanaged>;
@@ -137,6 +140,24 @@ struct RecurrenceKernel {
   static_assert(!Map::prefetch_state || kFragRowBytes == 4 || kFragRowBytes == 8 ||
                     kFragRowBytes == 16,
                 "state prefetch copies 4, 8 or 16 bytes per fragment row");
+
+  /// The mapping's `shared_state_copy`: the team copies the state tile row
+  /// by row into scratch (`issue_state_tile`, tile_chunk_offset) and every
+  /// thread reads its fragment from there (`load_state_tile`).
+  static constexpr bool kSharedStateCopy = Map::prefetch_state && Map::shared_state_copy;
+  static constexpr int kTileRowBytes = kTeamCols * static_cast<int>(sizeof(StateT));
+  static constexpr int kTileRowChunks = kTileRowBytes / 16;  // 16-byte chunks of a tile row
+  static_assert(!kSharedStateCopy ||
+                    (kTileRowChunks % 8 == 0 && (Dk * kTileRowChunks) % kThreads == 0),
+                "the shared state copy moves whole 128-byte lines, the same count per thread");
+
+  /// Byte offset in the state buffer of 16-byte chunk `chunk` of tile row
+  /// `row`: rows of kTileRowBytes, chunks permuted within a row by an xor
+  /// with bits 2-4 of the row, so that the 8 rows 4 apart that the lanes of a
+  /// group read together (lane_row) fall on different banks.
+  KOKKOS_INLINE_FUNCTION static constexpr int tile_chunk_offset(int row, int chunk) {
+    return row * kTileRowBytes + ((chunk ^ ((row >> 2) & 7)) << 4);
+  }
 
   /// Floats of one staged chunk: k, q (Dk each per token), the tile's v, 4 scalars.
   static constexpr int kChunkFloats = kChunk * (2 * Dk + kTeamCols + kScalars);
@@ -248,6 +269,73 @@ struct RecurrenceKernel {
   /// Every input value is read from global memory once per team.
   KOKKOS_INLINE_FUNCTION void issue_stage(const Stage& st, const Item& it, const ChunkBuf& buf,
                                           StateT* sbuf, int lane, int cg, int tid) const {
+    issue_inputs(st, it, buf, tid);
+    if constexpr (Map::prefetch_state) {
+      if (st.c0 == 0) issue_state(it, sbuf, lane, cg, tid);
+    }
+  }
+
+  /// Start this thread's copies of the state tile of `it` into the state buffer.
+  KOKKOS_INLINE_FUNCTION void issue_state(const Item& it, StateT* sbuf, int lane, int cg,
+                                          int tid) const {
+    if constexpr (kSharedStateCopy) {
+      // Thread tid copies chunk tid % kTileRowChunks of kRounds rows: bits
+      // 2-4 of those rows are bits 0-2 of tr = tid / kTileRowChunks (so the
+      // swizzle, and the offsets of the rounds from each other, are the same
+      // for all of them), the other row bits come from tr >> 3 and the round.
+      // Consecutive threads copy a row's consecutive 16-byte pieces.
+      constexpr int kRowsPerRound = kThreads / kTileRowChunks;
+      constexpr int kX = kRowsPerRound / 8;  // values of tr >> 3
+      constexpr int kRounds = Dk / kRowsPerRound;
+      static_assert(kRowsPerRound % 8 == 0 && (kX == 1 || kX == 2 || kX == 4),
+                    "the shared state copy needs 8, 16 or 32 rows per round");
+      const int tr = tid / kTileRowChunks;
+      const int row0 = (tr >> 3) | ((tr & 7) << 2);
+      char* const dst =
+          reinterpret_cast<char*>(sbuf) + tile_chunk_offset(row0, tid % kTileRowChunks);
+      const char* const src = reinterpret_cast<const char*>(state_fragment(it, 0, 0)) +
+                              static_cast<std::size_t>(row0) * Dk * sizeof(StateT) +
+                              (tid % kTileRowChunks) * 16;
+      GDN_UNROLL
+      for (int i = 0; i < kRounds; ++i) {
+        const int d = ((kX * i) & 3) | (((kX * i) >> 2) << 5);  // row - row0
+        stage_async_bytes<16>(dst + d * kTileRowBytes,
+                              src + static_cast<std::size_t>(d) * Dk * sizeof(StateT));
+      }
+    } else {
+      const StateT* const src = state_fragment(it, lane, cg);
+      GDN_UNROLL
+      for (int r = 0; r < kRows; ++r) {
+        stage_async_bytes<kFragRowBytes>(sbuf + (r * kThreads + tid) * kCols, src + frag_row(r));
+      }
+    }
+  }
+
+  /// This thread's fragment from the state buffer (after stage_wait, and a
+  /// team barrier with the shared copy).
+  KOKKOS_INLINE_FUNCTION void load_state(const StateT* sbuf, int lane, int cg, int tid,
+                                         float (&s)[kRows][kCols]) const {
+    if constexpr (kSharedStateCopy) {
+      static_assert(kLanes % 8 == 0, "the swizzle of a lane's rows is the same for all of them");
+      const int col_bytes = cg * kFragRowBytes;  // this lane group's columns within a row
+      // Row r of the fragment at + frag_row(r) * sizeof(StateT) (tile_chunk_offset).
+      const char* const base = reinterpret_cast<const char*>(sbuf) +
+                               tile_chunk_offset(lane_row<kLanes>(lane, 0), col_bytes >> 4) +
+                               (col_bytes & 15);
+      GDN_UNROLL
+      for (int r = 0; r < kRows; ++r) {
+        load_vec(reinterpret_cast<const StateT*>(base + lane_row<kLanes>(0, r) * kTileRowBytes),
+                 s[r]);
+      }
+    } else {
+      GDN_UNROLL
+      for (int r = 0; r < kRows; ++r) load_vec(sbuf + (r * kThreads + tid) * kCols, s[r]);
+    }
+  }
+
+  /// Start this thread's copies of a stage's inputs into scratch.
+  KOKKOS_INLINE_FUNCTION void issue_inputs(const Stage& st, const Item& it, const ChunkBuf& buf,
+                                           int tid) const {
     const int nt = (it.len - st.c0 < kChunk) ? (it.len - st.c0) : kChunk;
     const std::uint32_t tok0 = it.t_begin + static_cast<std::uint32_t>(st.c0);
     const long q_base = static_cast<long>(it.kh) * Dk;
@@ -271,15 +359,6 @@ struct RecurrenceKernel {
       }
     } else {
       issue_inputs_threads(nt, tok0, x0, q_base, k_base, v_base, x_tok, x_chan, it, buf, tid);
-    }
-    if constexpr (Map::prefetch_state) {
-      if (st.c0 == 0) {
-        const StateT* const src = state_fragment(it, lane, cg);
-        GDN_UNROLL
-        for (int r = 0; r < kRows; ++r) {
-          stage_async_bytes<kFragRowBytes>(sbuf + (r * kThreads + tid) * kCols, src + frag_row(r));
-        }
-      }
     }
   }
 
@@ -392,21 +471,32 @@ struct RecurrenceKernel {
       const Stage nxt = next_stage(cur, it, stride);
       const Item nit = (nxt.item == cur.item || nxt.item < 0) ? it : Item(*this, nxt.item);
       stage_wait();  // this thread's copies of the stage have landed
-      if (cur.c0 == 0) {
-        GDN_UNROLL
-        for (int r = 0; r < kRows; ++r) {
-          if constexpr (Map::prefetch_state) {
-            load_vec(sbuf + (r * kThreads + tid) * kCols, s[r]);  // this thread's own copies
-          } else {
-            load_vec(frag + frag_row(r), s[r]);
-          }
+      if (cur.c0 == 0 && !kSharedStateCopy) {
+        if constexpr (Map::prefetch_state) {
+          load_state(sbuf, lane, cg, tid, s);  // this thread's own copies
+        } else {
+          GDN_UNROLL
+          for (int r = 0; r < kRows; ++r) load_vec(frag + frag_row(r), s[r]);
         }
       }
-      // Everyone's copies have landed, the state buffer has been read, and the
-      // other chunk buffer is no longer in use: start the next stage's copies.
+      // Everyone's copies have landed, the state buffer has been read (own
+      // copies), and the other chunk buffer is no longer in use: start the
+      // next stage's copies.
       team.team_barrier();
-      if (nxt.item >= 0)
+      if constexpr (kSharedStateCopy) {
+        // The state tile was copied by the whole team: read it now, and copy
+        // the next one over it only once everyone has.
+        if (cur.c0 == 0) load_state(sbuf, lane, cg, tid, s);
+        if (nxt.item >= 0) {
+          issue_inputs(nxt, nit, ChunkBuf(chunks + (nb ^ 1) * kChunkFloats), tid);
+          if (nxt.c0 == 0) {
+            if (cur.c0 == 0) team.team_barrier();
+            issue_state(nit, sbuf, lane, cg, tid);
+          }
+        }
+      } else if (nxt.item >= 0) {
         issue_stage(nxt, nit, ChunkBuf(chunks + (nb ^ 1) * kChunkFloats), sbuf, lane, cg, tid);
+      }
       if constexpr (Map::prefetch_l2_max_len > 0) {
         if (nxt.item >= 0 && nxt.item != cur.item && nit.len <= Map::prefetch_l2_max_len) {
           prefetch_tile_l2(next_nonempty(nxt.item + stride, stride), tid);
