@@ -118,7 +118,8 @@ struct RecurrenceMapping {
   static constexpr bool warp_norms_verify = false;  ///< the same for verify
   /// copy the next item's state into scratch during this one
   static constexpr bool prefetch_state = false;
-  static constexpr bool shared_state_copy = false;  ///< GPU only (see the CUDA mapping)
+  /// GPU only (see the CUDA mapping).
+  static constexpr bool shared_state_copy(bool /*verify*/) { return false; }
   /// Prefetch the next item's state into the cache (prefetch_line) during the
   /// last stage of the current one, spread over its sweeps (token_steps_fused).
   static constexpr bool prefetch_hint = GDN_HOST_PREFETCH != 0;
@@ -279,14 +280,21 @@ struct RecurrenceMapping<Kokkos::Cuda, StateT> {
   /// always vs never: fwd bf16 T = 1 / 2 211 -> 188 / 215 -> 195 us, verify
   /// bf16 T = 2 168 -> 162 us; at T >= 4 it cost 2 to 5 %, hence the limit.
   static constexpr int prefetch_l2_max_len = prefetch_state ? GDN_CUDA_PREFETCH_L2 : 0;
-  /// With prefetch_state: the team copies the next state tile row by row
-  /// (16-byte copies, whole 128-byte lines per quarter warp) into a swizzled
-  /// tile in scratch, and each thread reads its fragment from there after a
-  /// team barrier, instead of every thread copying its own fragment (8- or
-  /// 16-byte pieces of 8 rows per warp instruction: one L2 request per
-  /// 32-byte sector, which made the L2 tag lookups the limit of the forward
-  /// with a bf16 state, ncu: 90 % of their peak).
-  static constexpr bool shared_state_copy = GDN_CUDA_SHARED_STATE_COPY != 0;
+  /// With prefetch_state, for a bf16 state and for the forward: the team
+  /// copies the next state tile row by row (16-byte copies, whole 128-byte
+  /// lines per quarter warp) into a swizzled tile in scratch, and each thread
+  /// reads its fragment from there after a team barrier, instead of every
+  /// thread copying its own fragment (8 rows x 8 or 16 bytes per warp
+  /// instruction: one L2 request per 32-byte sector). ncu, fwd bf16 decode at
+  /// B = 256: the L2 tag lookups were at 90.5 % of their peak; read requests
+  /// 8.13 M -> 4.56 M. Same run, B = 128 to 512, with vs without: fwd bf16
+  /// 3 to 14 % faster (T = 1 192.5 -> 169.4 us at B = 256), verify bf16 2 to
+  /// 8 %, fwd float -6 to +1 %; verify with a float state 3 to 11 % slower
+  /// (the barrier between the read and the next copy costs more than the
+  /// requests save), so it keeps its own copies.
+  static constexpr bool shared_state_copy(bool verify) {
+    return GDN_CUDA_SHARED_STATE_COPY != 0 && (sizeof(StateT) == 2 || !verify);
+  }
   using schedule = Kokkos::Schedule<Kokkos::Static>;
   static_assert(row_lanes >= 1 && row_lanes <= 32 && (row_lanes & (row_lanes - 1)) == 0,
                 "GDN_CUDA_ROW_LANES must be a power of two <= 32");

@@ -38,8 +38,13 @@
 /// stage computes, the next stage's copies are in flight into the other
 /// buffer, and on CUDA (`prefetch_state`) so is the next item's state tile,
 /// into a third buffer (and, for a short next item, `prefetch_l2_max_len`,
-/// the tile of the item after it is prefetched into L2). A stage: wait for
-/// its copies, team barrier, start the next stage's copies, write the
+/// the tile of the item after it is prefetched into L2). The state tile is
+/// copied either by each thread for its own fragment, or (`shared_state_copy`:
+/// a bf16 state, and the forward) by the whole team in whole 128-byte rows
+/// into a swizzled tile (tile_chunk_offset), read after the stage's team
+/// barrier; the next tile is then copied over it after a second barrier
+/// (only when the stage both read a tile and is followed by a new item). A
+/// stage: wait for its copies, team barrier, start the next stage's copies, write the
 /// records' keys and decays (verify), compute the q and k norms (one lane
 /// group per norm: shared by the team's groups, then a team barrier; or,
 /// with the mapping's `warp_norms`, every warp computes all of them and only
@@ -144,7 +149,7 @@ struct RecurrenceKernel {
   /// The mapping's `shared_state_copy`: the team copies the state tile row
   /// by row into scratch (`issue_state_tile`, tile_chunk_offset) and every
   /// thread reads its fragment from there (`load_state_tile`).
-  static constexpr bool kSharedStateCopy = Map::prefetch_state && Map::shared_state_copy;
+  static constexpr bool kSharedStateCopy = Map::prefetch_state && Map::shared_state_copy(Verify);
   static constexpr int kTileRowBytes = kTeamCols * static_cast<int>(sizeof(StateT));
   static constexpr int kTileRowChunks = kTileRowBytes / 16;  // 16-byte chunks of a tile row
   static_assert(!kSharedStateCopy ||
