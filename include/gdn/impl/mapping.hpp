@@ -253,11 +253,10 @@ struct RecurrenceMapping<Kokkos::Cuda, StateT> {
       sizeof(StateT) == 2 ? GDN_CUDA_CHUNK_TOKENS_BF16 : GDN_CUDA_CHUNK_TOKENS;
   /// Teams per SM: 3 (float state) or 4 (bf16); verify at Dk = 64, 5 or 6
   /// (its 8x4 fragments leave room: 96 registers with a 16-byte spill and
-  /// 80 registers, 22 and 21 KiB of
-  /// scratch per team). Same run, B = 128 to 512, verify D64 3 -> 5 teams
-  /// (float) 1 to 13 % faster, 4 -> 6 (bf16) 3 to 9 % faster; the forward
-  /// at Dk = 64 keeps 3 / 4 (more teams: decode 2 to 16 % slower, and bf16
-  /// spills at 6).
+  /// 80 registers, 22 and 21 KiB of scratch per team). Same run, B = 128
+  /// to 512, verify D64 3 -> 5 teams (float) 1 to 13 % faster, 4 -> 6
+  /// (bf16) 3 to 9 % faster; the forward at Dk = 64 keeps 3 / 4 (more
+  /// teams: decode 2 to 16 % slower, and bf16 spills at 6).
   static constexpr int min_teams_per_sm(int dk, bool verify) {
     if (verify && dk <= 64)
       return sizeof(StateT) == 2 ? GDN_CUDA_MIN_TEAMS_VERIFY_D64_BF16
@@ -289,9 +288,9 @@ struct RecurrenceMapping<Kokkos::Cuda, StateT> {
   /// B = 256: the L2 tag lookups were at 90.5 % of their peak; read requests
   /// 8.13 M -> 4.56 M. Same run, B = 128 to 512, with vs without: fwd bf16
   /// 3 to 14 % faster (T = 1 192.5 -> 169.4 us at B = 256), verify bf16 2 to
-  /// 8 %, fwd float -6 to +1 %; verify with a float state 3 to 11 % slower
-  /// (the barrier between the read and the next copy costs more than the
-  /// requests save), so it keeps its own copies.
+  /// 8 %, fwd float 5 % faster (T = 4) to 3 % slower (T = 8); verify with a
+  /// float state 3 to 11 % slower (the barrier between the read and the next
+  /// copy costs more than the requests save), so it keeps its own copies.
   static constexpr bool shared_state_copy(bool verify) {
     return GDN_CUDA_SHARED_STATE_COPY != 0 && (sizeof(StateT) == 2 || !verify);
   }

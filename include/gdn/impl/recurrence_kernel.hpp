@@ -43,9 +43,9 @@
 /// a bf16 state, and the forward) by the whole team in whole 128-byte rows
 /// into a swizzled tile (tile_chunk_offset), read after the stage's team
 /// barrier; the next tile is then copied over it after a second barrier
-/// (only when the stage both read a tile and is followed by a new item). A
-/// stage: wait for its copies, team barrier, start the next stage's copies, write the
-/// records' keys and decays (verify), compute the q and k norms (one lane
+/// (only when the stage both read a tile and is followed by a new item).
+/// A stage: wait for its copies, team barrier, start the next stage's
+/// copies, write the records' keys and decays (verify), compute the q and k norms (one lane
 /// group per norm: shared by the team's groups, then a team barrier; or,
 /// with the mapping's `warp_norms`, every warp computes all of them and only
 /// syncs itself), then the token loop. The next item's row offsets and slots
@@ -147,14 +147,15 @@ struct RecurrenceKernel {
                 "state prefetch copies 4, 8 or 16 bytes per fragment row");
 
   /// The mapping's `shared_state_copy`: the team copies the state tile row
-  /// by row into scratch (`issue_state_tile`, tile_chunk_offset) and every
-  /// thread reads its fragment from there (`load_state_tile`).
+  /// by row into scratch (`issue_state`, tile_chunk_offset) and every thread
+  /// reads its fragment from there (`load_state`).
   static constexpr bool kSharedStateCopy = Map::prefetch_state && Map::shared_state_copy(Verify);
   static constexpr int kTileRowBytes = kTeamCols * static_cast<int>(sizeof(StateT));
   static constexpr int kTileRowChunks = kTileRowBytes / 16;  // 16-byte chunks of a tile row
   static_assert(!kSharedStateCopy ||
                     (kTileRowChunks % 8 == 0 && (Dk * kTileRowChunks) % kThreads == 0),
-                "the shared state copy moves whole 128-byte lines, the same count per thread");
+                "GDN_CUDA_SHARED_STATE_COPY moves whole 128-byte lines, the same count per "
+                "thread: set it to 0 for this tile shape");
 
   /// Byte offset in the state buffer of 16-byte chunk `chunk` of tile row
   /// `row`: rows of kTileRowBytes, chunks permuted within a row by an xor
@@ -321,9 +322,12 @@ struct RecurrenceKernel {
   KOKKOS_INLINE_FUNCTION void load_state(const StateT* sbuf, int lane, int cg, int tid,
                                          float (&s)[kRows][kCols]) const {
     if constexpr (kSharedStateCopy) {
-      static_assert(kLanes % 8 == 0, "the swizzle of a lane's rows is the same for all of them");
+      // With 8 or more row lanes, bits 2-4 of a lane's rows (lane_row) are
+      // those of its first row: one swizzle for all of them.
+      static_assert(kLanes % 8 == 0,
+                    "GDN_CUDA_SHARED_STATE_COPY needs GDN_CUDA_ROW_LANES >= 8: set it to 0");
       const int col_bytes = cg * kFragRowBytes;  // this lane group's columns within a row
-      // Row r of the fragment at + frag_row(r) * sizeof(StateT) (tile_chunk_offset).
+      // Fragment row r at base + lane_row(0, r) * kTileRowBytes (tile_chunk_offset).
       const char* const base = reinterpret_cast<const char*>(sbuf) +
                                tile_chunk_offset(lane_row<kLanes>(lane, 0), col_bytes >> 4) +
                                (col_bytes & 15);
