@@ -205,7 +205,7 @@ struct FoldMapping {
 #define GDN_CUDA_FOLD_ROWS 32
 #endif
 #ifndef GDN_CUDA_FOLD_MIN_TEAMS
-#define GDN_CUDA_FOLD_MIN_TEAMS 5
+#define GDN_CUDA_FOLD_MIN_TEAMS 8
 #endif
 #ifndef GDN_CUDA_FOLD_ROWS_BF16
 #define GDN_CUDA_FOLD_ROWS_BF16 64
@@ -308,8 +308,10 @@ struct RecurrenceMapping<Kokkos::Cuda, StateT> {
 };
 
 /// CUDA fold: 128 threads per team, 16-byte items (4 float or 8 bf16 columns),
-/// 32-row tiles for a float state (5 teams per SM) and 64-row tiles for bf16
-/// (4 per SM; measured 60 -> 65 % of copy_bw at T = 1). A thread keeps its
+/// 32-row tiles for a float state (8 teams per SM, 62 registers; same run,
+/// B = 128 to 512, L = 1, 5 -> 8 teams: D128 0 to 1 % and D64 1 to 3 %
+/// faster) and 64-row tiles for bf16 (4 per SM; measured 60 -> 65 % of
+/// copy_bw at T = 1). A thread keeps its
 /// 32 float or 64 bf16 state values in registers: 8 loads of 16 bytes in
 /// flight either way. With a bf16 state, persistent teams (`min_teams_per_sm`
 /// per SM) loop over the tiles and the next tile's state is copied into
