@@ -480,31 +480,32 @@ struct RecurrenceKernel {
       const Stage nxt = next_stage(cur, it, stride);
       const Item nit = (nxt.item == cur.item || nxt.item < 0) ? it : Item(*this, nxt.item);
       stage_wait();  // this thread's copies of the stage have landed
-      if (cur.c0 == 0 && !kSharedStateCopy) {
-        if constexpr (Map::prefetch_state) {
-          load_state(sbuf, lane, cg, tid, s);  // this thread's own copies
-        } else {
-          GDN_UNROLL
-          for (int r = 0; r < kRows; ++r) load_vec(frag + frag_row(r), s[r]);
+      if constexpr (!kSharedStateCopy) {
+        if (cur.c0 == 0) {
+          if constexpr (Map::prefetch_state) {
+            load_state(sbuf, lane, cg, tid, s);  // this thread's own copies
+          } else {
+            GDN_UNROLL
+            for (int r = 0; r < kRows; ++r) load_vec(frag + frag_row(r), s[r]);
+          }
         }
       }
-      // Everyone's copies have landed, the state buffer has been read (own
-      // copies), and the other chunk buffer is no longer in use: start the
-      // next stage's copies.
+      // Everyone's copies have landed, the other chunk buffer is no longer in
+      // use, and (own copies) the state buffer has been read.
       team.team_barrier();
+      // A tile the whole team copied is read now; the next one goes over it
+      // only once everyone has (a second barrier).
       if constexpr (kSharedStateCopy) {
-        // The state tile was copied by the whole team: read it now, and copy
-        // the next one over it only once everyone has.
         if (cur.c0 == 0) load_state(sbuf, lane, cg, tid, s);
-        if (nxt.item >= 0) {
-          issue_inputs(nxt, nit, ChunkBuf(chunks + (nb ^ 1) * kChunkFloats), tid);
+      }
+      if (nxt.item >= 0) {  // start the next stage's copies
+        issue_inputs(nxt, nit, ChunkBuf(chunks + (nb ^ 1) * kChunkFloats), tid);
+        if constexpr (Map::prefetch_state) {
           if (nxt.c0 == 0) {
-            if (cur.c0 == 0) team.team_barrier();
+            if (kSharedStateCopy && cur.c0 == 0) team.team_barrier();
             issue_state(nit, sbuf, lane, cg, tid);
           }
         }
-      } else if (nxt.item >= 0) {
-        issue_stage(nxt, nit, ChunkBuf(chunks + (nb ^ 1) * kChunkFloats), sbuf, lane, cg, tid);
       }
       if constexpr (Map::prefetch_l2_max_len > 0) {
         if (nxt.item >= 0 && nxt.item != cur.item && nit.len <= Map::prefetch_l2_max_len) {
