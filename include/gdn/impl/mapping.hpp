@@ -104,7 +104,8 @@ struct RecurrenceMapping {
   /// columns summed together (one 512-bit vector)
   static constexpr int col_block = GDN_HOST_COL_BLOCK;
   static constexpr int norm_accumulators = 16;  ///< partial sums for the q/k norms
-  static constexpr int chunk_tokens = 16;       ///< tokens staged per team barrier
+  /// tokens staged per team barrier (forward or verify)
+  static constexpr int chunk_tokens(bool /*verify*/) { return 16; }
   /// Launch bound for head dimension `dk`, forward or verify (GPU only).
   static constexpr int min_teams_per_sm(int /*dk*/, bool /*verify*/) { return 1; }
   /// Persistent teams per thread (launch_teams; 0: one team per work item,
@@ -116,14 +117,15 @@ struct RecurrenceMapping {
   /// lane groups: norms per warp, not per team (forward)
   static constexpr bool warp_norms = false;
   static constexpr bool warp_norms_verify = false;  ///< the same for verify
-  /// copy the next item's state into scratch during this one
-  static constexpr bool prefetch_state = false;
+  /// copy the next item's state into scratch during this one (forward or verify)
+  static constexpr bool prefetch_state(bool /*verify*/) { return false; }
   /// GPU only (see the CUDA mapping).
   static constexpr bool shared_state_copy(bool /*verify*/) { return false; }
+  static constexpr bool prefetch_l2_next(bool /*verify*/) { return false; }
   /// Prefetch the next item's state into the cache (prefetch_line) during the
   /// last stage of the current one, spread over its sweeps (token_steps_fused).
   static constexpr bool prefetch_hint = GDN_HOST_PREFETCH != 0;
-  static constexpr int prefetch_l2_max_len = 0;  ///< GPU only (see the CUDA mapping)
+  static constexpr int prefetch_l2_max_len(bool /*verify*/) { return 0; }  ///< GPU only
   using schedule = Kokkos::Schedule<Kokkos::Dynamic>;
 };
 
@@ -186,6 +188,9 @@ struct FoldMapping {
 #ifndef GDN_CUDA_CHUNK_TOKENS
 #define GDN_CUDA_CHUNK_TOKENS 4
 #endif
+#ifndef GDN_CUDA_CHUNK_TOKENS_VERIFY
+#define GDN_CUDA_CHUNK_TOKENS_VERIFY 8
+#endif
 #ifndef GDN_CUDA_CHUNK_TOKENS_BF16
 #define GDN_CUDA_CHUNK_TOKENS_BF16 8
 #endif
@@ -194,6 +199,15 @@ struct FoldMapping {
 #endif
 #ifndef GDN_CUDA_PREFETCH
 #define GDN_CUDA_PREFETCH 1
+#endif
+#ifndef GDN_CUDA_PREFETCH_VERIFY
+#define GDN_CUDA_PREFETCH_VERIFY 0
+#endif
+#ifndef GDN_CUDA_PREFETCH_VERIFY_BF16
+#define GDN_CUDA_PREFETCH_VERIFY_BF16 1
+#endif
+#ifndef GDN_CUDA_PREFETCH_L2_NEXT
+#define GDN_CUDA_PREFETCH_L2_NEXT 1
 #endif
 #ifndef GDN_CUDA_PREFETCH_L2
 #define GDN_CUDA_PREFETCH_L2 2
@@ -232,12 +246,14 @@ struct FoldMapping {
 /// every sector was fetched twice; ncu, docs/performance.md).
 /// Verify with a bf16 state computes its norms per warp (`warp_norms_verify`:
 /// no team barrier, and no register spills at 4 teams per SM); a bf16 state
-/// stages 8-token chunks (its 16 KiB state buffer leaves room), a float
+/// stages 8-token chunks (its 16 KiB state buffer leaves room), and so does
+/// verify with a float state (no state buffer), the forward with a float
 /// state 4. Persistent teams (as many as are resident, `min_teams_per_sm`
 /// per SM: 3 with a float state, 4 with bf16, the measured best) loop over the work
 /// items; while a team computes one item, the asynchronous copy of its next
 /// item's state tile into scratch is in flight (no registers held), so loads
-/// and arithmetic overlap within every team.
+/// and arithmetic overlap within every team; verify with a float state
+/// prefetches that tile into L2 instead (prefetch_state, prefetch_l2_next).
 template <class StateT>
 struct RecurrenceMapping<Kokkos::Cuda, StateT> {
   static constexpr int row_lanes = GDN_CUDA_ROW_LANES;
@@ -249,8 +265,10 @@ struct RecurrenceMapping<Kokkos::Cuda, StateT> {
   static constexpr int row_accumulators = 1;
   static constexpr int col_block = GDN_CUDA_COLS_PER_LANE;  // no blocking
   static constexpr int norm_accumulators = 4;
-  static constexpr int chunk_tokens =
-      sizeof(StateT) == 2 ? GDN_CUDA_CHUNK_TOKENS_BF16 : GDN_CUDA_CHUNK_TOKENS;
+  static constexpr int chunk_tokens(bool verify) {
+    return sizeof(StateT) == 2 ? GDN_CUDA_CHUNK_TOKENS_BF16
+                               : (verify ? GDN_CUDA_CHUNK_TOKENS_VERIFY : GDN_CUDA_CHUNK_TOKENS);
+  }
   /// Teams per SM: 3 (float state) or 4 (bf16); verify at Dk = 64, 5 or 6
   /// (its 8x4 fragments leave room: 96 registers with a 16-byte spill and
   /// 80 registers, 22 and 21 KiB of scratch per team). Same run, B = 128
@@ -269,8 +287,32 @@ struct RecurrenceMapping<Kokkos::Cuda, StateT> {
   static constexpr bool warp_norms = GDN_CUDA_WARP_NORMS != 0;
   static constexpr bool warp_norms_verify =
       sizeof(StateT) == 2 ? GDN_CUDA_WARP_NORMS_BF16_VERIFY != 0 : GDN_CUDA_WARP_NORMS != 0;
-  static constexpr bool prefetch_state = GDN_CUDA_PERSISTENT && GDN_CUDA_PREFETCH;
-  // prefetch_state copies the next item's state instead
+  /// Copy the next item's state tile into scratch during the current item:
+  /// the forward, and verify with a bf16 state. Verify with a float state
+  /// does not (prefetch_l2_next instead): without the 32 KiB buffer its
+  /// inputs are staged in 8-token chunks, one stage per item up to T = 8,
+  /// where the per-stage work (norms, staging, barriers) was about a third
+  /// of the non-FP32 instructions at T = 8 (ncu). Same H200 call, medians of 3,
+  /// D128, B = 256, T = 1 / 2 / 4 / 8: 167.0 / 178.6 / 226.0 / 392.7 ->
+  /// 161.7 / 169.5 / 221.3 / 349.5 us (B = 128 and 512 alike; D64 T = 8 6 to
+  /// 11 % faster, T <= 4 within 4 %). A bf16 verify without its buffer: T = 1 / 2
+  /// 1 to 6 % faster, T = 4 / 8 3 to 7 % slower; the forward: slower.
+  static constexpr bool prefetch_state(bool verify) {
+    return GDN_CUDA_PERSISTENT && GDN_CUDA_PREFETCH &&
+           (!verify ||
+            (sizeof(StateT) == 2 ? GDN_CUDA_PREFETCH_VERIFY_BF16 : GDN_CUDA_PREFETCH_VERIFY));
+  }
+  /// Persistent teams without prefetch_state: the next item's state tile is
+  /// prefetched into L2 when the current item's last stage starts, and read
+  /// from there straight into registers when the item starts. Another call,
+  /// verify float D128, B = 256, T = 1 / 2 / 4 / 8: 158.6 / 166.3 / 216.8 /
+  /// 344.3 us; without the prefetch 172.2 / 170.5 / 219.8 / 346.9; prefetched
+  /// after the stage's first sweep instead (later, so as not to compete with
+  /// the current tile's loads) 183.0 / 189.3 / 221.2 / 350.0.
+  static constexpr bool prefetch_l2_next(bool verify) {
+    return GDN_CUDA_PERSISTENT && GDN_CUDA_PREFETCH_L2_NEXT != 0 && !prefetch_state(verify);
+  }
+  // persistent teams prefetch the state (prefetch_state, prefetch_l2_next)
   static constexpr bool prefetch_hint = false;
   /// With prefetch_state: when a team starts the copy of its next item's
   /// state and that item has at most this many tokens (0: never), it also
@@ -278,7 +320,9 @@ struct RecurrenceMapping<Kokkos::Cuda, StateT> {
   /// copy started one short item later is served from L2. Same run, B = 256,
   /// always vs never: fwd bf16 T = 1 / 2 211 -> 188 / 215 -> 195 us, verify
   /// bf16 T = 2 168 -> 162 us; at T >= 4 it cost 2 to 5 %, hence the limit.
-  static constexpr int prefetch_l2_max_len = prefetch_state ? GDN_CUDA_PREFETCH_L2 : 0;
+  static constexpr int prefetch_l2_max_len(bool verify) {
+    return prefetch_state(verify) ? GDN_CUDA_PREFETCH_L2 : 0;
+  }
   /// With prefetch_state, for a bf16 state and for the forward: the team
   /// copies the next state tile row by row (16-byte copies, whole 128-byte
   /// lines per quarter warp) into a swizzled tile in scratch, and each thread

@@ -24,8 +24,8 @@
 /// runs of four rows, token_step.hpp) of columns
 /// `[cg*cols_per_lane, (cg+1)*cols_per_lane)` of the tile, in registers
 /// (CUDA: 8 lanes x 4 columns, 16x4 floats per lane at Dk = 128, 64-column
-/// tiles, 3 teams per SM for a float state and 4 for bf16, 4-token chunks
-/// for a float state and 8 for bf16; host: 1 lane x 64
+/// tiles, 3 teams per SM for a float state and 4 for bf16, 8-token chunks
+/// except for the forward with a float state, 4; host: 1 lane x 64
 /// columns, vectorised over columns). The state is read once before an
 /// item's first token and written at most once after its last.
 ///
@@ -38,7 +38,10 @@
 /// stage computes, the next stage's copies are in flight into the other
 /// buffer, and on CUDA (`prefetch_state`) so is the next item's state tile,
 /// into a third buffer (and, for a short next item, `prefetch_l2_max_len`,
-/// the tile of the item after it is prefetched into L2). The state tile is
+/// the tile of the item after it is prefetched into L2). Without that
+/// buffer (verify with a float state, `prefetch_l2_next`) the next item's
+/// tile is prefetched into L2 when the current item's last stage starts and
+/// loaded from there straight into registers when its turn comes. The state tile is
 /// copied either by each thread for its own fragment, or (`shared_state_copy`:
 /// a bf16 state, and the forward) by the whole team in whole 128-byte rows
 /// into a swizzled tile (tile_chunk_offset), read after the stage's team
@@ -99,7 +102,11 @@ struct RecurrenceKernel {
   static constexpr int kTeamCols = Map::cols_per_lane * Map::team_threads;
   static constexpr int kAcc = Map::row_accumulators;
   static constexpr int kNormAcc = Map::norm_accumulators;
-  static constexpr int kChunk = Map::chunk_tokens;
+  static constexpr int kChunk = Map::chunk_tokens(Verify);
+  /// The next item's state: copied into scratch during this one, or prefetched into L2.
+  static constexpr bool kPrefetchState = Map::prefetch_state(Verify);
+  static constexpr bool kPrefetchL2Next = Map::prefetch_l2_next(Verify);
+  static constexpr int kPrefetchL2MaxLen = Map::prefetch_l2_max_len(Verify);
   static constexpr int kScalars = 4;                                   // decay, beta, qf, kinv
   static constexpr int kThreads = Map::team_threads * Map::row_lanes;  // threads per team
   static constexpr int kStride = Map::lane_stride;  // distance between a group's lanes in a vector
@@ -139,17 +146,16 @@ struct RecurrenceKernel {
 
   /// Floats of the state prefetch buffer: one tile of the state, when the mapping prefetches.
   static constexpr int kStateBufFloats =
-      Map::prefetch_state ? Dk * kTeamCols * static_cast<int>(sizeof(StateT)) / 4 : 0;
+      kPrefetchState ? Dk * kTeamCols * static_cast<int>(sizeof(StateT)) / 4 : 0;
   /// Bytes of one lane's row of its fragment (one asynchronous copy).
   static constexpr int kFragRowBytes = kCols * static_cast<int>(sizeof(StateT));
-  static_assert(!Map::prefetch_state || kFragRowBytes == 4 || kFragRowBytes == 8 ||
-                    kFragRowBytes == 16,
+  static_assert(!kPrefetchState || kFragRowBytes == 4 || kFragRowBytes == 8 || kFragRowBytes == 16,
                 "state prefetch copies 4, 8 or 16 bytes per fragment row");
 
   /// The mapping's `shared_state_copy`: the team copies the state tile row
   /// by row into scratch (`issue_state`, tile_chunk_offset) and every thread
   /// reads its fragment from there (`load_state`).
-  static constexpr bool kSharedStateCopy = Map::prefetch_state && Map::shared_state_copy(Verify);
+  static constexpr bool kSharedStateCopy = kPrefetchState && Map::shared_state_copy(Verify);
   static constexpr int kTileRowBytes = kTeamCols * static_cast<int>(sizeof(StateT));
   static constexpr int kTileRowChunks = kTileRowBytes / 16;  // 16-byte chunks of a tile row
   static_assert(!kSharedStateCopy ||
@@ -276,7 +282,7 @@ struct RecurrenceKernel {
   KOKKOS_INLINE_FUNCTION void issue_stage(const Stage& st, const Item& it, const ChunkBuf& buf,
                                           StateT* sbuf, int lane, int cg, int tid) const {
     issue_inputs(st, it, buf, tid);
-    if constexpr (Map::prefetch_state) {
+    if constexpr (kPrefetchState) {
       if (st.c0 == 0) issue_state(it, sbuf, lane, cg, tid);
     }
   }
@@ -455,6 +461,8 @@ struct RecurrenceKernel {
   /// copies of the next one (inputs, and the state at an item's start) are in
   /// flight into the other scratch buffer.
   KOKKOS_INLINE_FUNCTION void operator()(const Member& team) const {
+    static_assert(kThreads == 1 || 4 * scratch_floats() <= 48 * 1024,
+                  "team scratch over the 48 KiB of a CUDA block: lower GDN_CUDA_CHUNK_TOKENS*");
     const int stride =
         team.league_size();  // persistent teams (CUDA); one item per team on the host
     Stage cur;
@@ -482,7 +490,7 @@ struct RecurrenceKernel {
       stage_wait();  // this thread's copies of the stage have landed
       if constexpr (!kSharedStateCopy) {
         if (cur.c0 == 0) {
-          if constexpr (Map::prefetch_state) {
+          if constexpr (kPrefetchState) {
             load_state(sbuf, lane, cg, tid, s);  // this thread's own copies
           } else {
             GDN_UNROLL
@@ -500,17 +508,21 @@ struct RecurrenceKernel {
       }
       if (nxt.item >= 0) {  // start the next stage's copies
         issue_inputs(nxt, nit, ChunkBuf(chunks + (nb ^ 1) * kChunkFloats), tid);
-        if constexpr (Map::prefetch_state) {
+        if constexpr (kPrefetchState) {
           if (nxt.c0 == 0) {
             if (kSharedStateCopy && cur.c0 == 0) team.team_barrier();
             issue_state(nit, sbuf, lane, cg, tid);
           }
         }
       }
-      if constexpr (Map::prefetch_l2_max_len > 0) {
-        if (nxt.item >= 0 && nxt.item != cur.item && nit.len <= Map::prefetch_l2_max_len) {
-          prefetch_tile_l2(next_nonempty(nxt.item + stride, stride), tid);
+      if constexpr (kPrefetchL2MaxLen > 0) {
+        if (nxt.item >= 0 && nxt.item != cur.item && nit.len <= kPrefetchL2MaxLen) {
+          const int after = next_nonempty(nxt.item + stride, stride);
+          if (after >= 0) prefetch_tile_l2(Item(*this, after), tid);
         }
+      }
+      if constexpr (kPrefetchL2Next) {
+        if (nxt.item >= 0 && nxt.item != cur.item) prefetch_tile_l2(nit, tid);
       }
       const StateT* const pf =
           Map::prefetch_hint ? next_item_hint(cur, nxt, nit, lane, cg) : nullptr;
@@ -526,12 +538,10 @@ struct RecurrenceKernel {
     }
   }
 
-  /// Prefetch the state tile of work item `item` (none if negative) into L2,
-  /// a thread per row (the mapping's `prefetch_l2_max_len`).
-  KOKKOS_INLINE_FUNCTION void prefetch_tile_l2(int item, int tid) const {
-    if (item < 0) return;
-    const StateT* const tile =
-        state_fragment(Item(*this, item), 0, 0);  // lane 0 of group 0: the tile's origin
+  /// Prefetch the state tile of work item `it` into L2, a thread per row
+  /// (the mapping's `prefetch_l2_max_len` and `prefetch_l2_next`).
+  KOKKOS_INLINE_FUNCTION void prefetch_tile_l2(const Item& it, int tid) const {
+    const StateT* const tile = state_fragment(it, 0, 0);  // lane 0 of group 0: the tile's origin
     constexpr int kRowBytes = kTeamCols * static_cast<int>(sizeof(StateT));
     for (int r = tid; r < Dk; r += kThreads) {
       const char* const row =
