@@ -517,8 +517,7 @@ struct RecurrenceKernel {
       }
       if constexpr (kPrefetchL2MaxLen > 0) {
         if (nxt.item >= 0 && nxt.item != cur.item && nit.len <= kPrefetchL2MaxLen) {
-          const int after = next_nonempty(nxt.item + stride, stride);
-          if (after >= 0) prefetch_tile_l2(Item(*this, after), tid);
+          prefetch_tile_l2(next_nonempty(nxt.item + stride, stride), tid);
         }
       }
       if constexpr (kPrefetchL2Next) {
@@ -536,6 +535,12 @@ struct RecurrenceKernel {
       it = nit;
       nb ^= 1;
     }
+  }
+
+  /// Prefetch the state tile of work item `item` (none if negative) into L2
+  /// (the mapping's `prefetch_l2_max_len`).
+  KOKKOS_INLINE_FUNCTION void prefetch_tile_l2(int item, int tid) const {
+    if (item >= 0) prefetch_tile_l2(Item(*this, item), tid);
   }
 
   /// Prefetch the state tile of work item `it` into L2, a thread per row
