@@ -56,9 +56,10 @@ TEST(Exactness, WindowsSpanningSeveralChunks) {
 
 // More work items (B * nv * column tiles) than a CUDA launch has resident
 // teams (132 SMs x 3 or 4 on an H200): persistent teams loop over many items and
-// prefetch the next item's state while computing (and, after a short next
-// item, the state of the one after it into L2), across empty rows, rows that
-// commit and rows that record.
+// prefetch the next item's state while computing (into scratch, or for verify
+// with a float state into L2; and, after a short next item, the state of the
+// one after it into L2), across empty rows, rows that commit and rows that
+// record.
 TEST(Exactness, ManyWorkItemsPerTeam) {
   CycleSpec cs;
   cs.cfg = heads(16, 32, 128);  // Qwen3-Next's GDN layer: 2 column tiles per head on CUDA
