@@ -121,7 +121,7 @@ struct RecurrenceMapping {
   static constexpr bool prefetch_state(bool /*verify*/) { return false; }
   /// GPU only (see the CUDA mapping).
   static constexpr bool shared_state_copy(bool /*verify*/) { return false; }
-  static constexpr bool prefetch_l2_next(bool /*verify*/) { return false; }
+  static constexpr bool prefetch_l2_next(bool /*verify*/) { return false; }  ///< GPU only
   /// Prefetch the next item's state into the cache (prefetch_line) during the
   /// last stage of the current one, spread over its sweeps (token_steps_fused).
   static constexpr bool prefetch_hint = GDN_HOST_PREFETCH != 0;

@@ -144,7 +144,7 @@ struct RecurrenceKernel {
   /// qkv channels contiguous and its rows 16-byte aligned: 16-byte staging copies (GPU teams).
   bool m_vec_inputs = false;
 
-  /// Floats of the state prefetch buffer: one tile of the state, when the mapping prefetches.
+  /// Floats of the state prefetch buffer: one tile of the state, with kPrefetchState.
   static constexpr int kStateBufFloats =
       kPrefetchState ? Dk * kTeamCols * static_cast<int>(sizeof(StateT)) / 4 : 0;
   /// Bytes of one lane's row of its fragment (one asynchronous copy).
