@@ -296,7 +296,7 @@ struct RecurrenceMapping<Kokkos::Cuda, StateT> {
   /// D128, B = 256, T = 1 / 2 / 4 / 8: 167.0 / 178.6 / 226.0 / 392.7 ->
   /// 161.7 / 169.5 / 221.3 / 349.5 us (B = 128 and 512 alike; D64 T = 8 6 to
   /// 11 % faster, T <= 4 within 4 %). A bf16 verify without its buffer: T = 1 / 2
-  /// 1 to 6 % faster, T = 4 / 8 3 to 7 % slower; the forward: slower.
+  /// 1 to 6 % faster, T = 4 / 8 2 to 5 % slower; the forward: slower.
   static constexpr bool prefetch_state(bool verify) {
     return GDN_CUDA_PERSISTENT && GDN_CUDA_PREFETCH &&
            (!verify ||
