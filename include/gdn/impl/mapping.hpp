@@ -265,6 +265,11 @@ struct RecurrenceMapping<Kokkos::Cuda, StateT> {
   static constexpr int row_accumulators = 1;
   static constexpr int col_block = GDN_CUDA_COLS_PER_LANE;  // no blocking
   static constexpr int norm_accumulators = 4;
+  /// Tokens per stage. Chunk boundaries change no bit: a token's update and
+  /// sums are the same operations in the same order whichever sweep of a
+  /// stage applies them, so the forward and verify may stage differently
+  /// and still give bit-identical outputs (the exactness tests run windows
+  /// that span several chunks of either).
   static constexpr int chunk_tokens(bool verify) {
     return sizeof(StateT) == 2 ? GDN_CUDA_CHUNK_TOKENS_BF16
                                : (verify ? GDN_CUDA_CHUNK_TOKENS_VERIFY : GDN_CUDA_CHUNK_TOKENS);
