@@ -515,13 +515,14 @@ struct RecurrenceKernel {
           }
         }
       }
-      if constexpr (kPrefetchL2MaxLen > 0) {
-        if (nxt.item >= 0 && nxt.item != cur.item && nit.len <= kPrefetchL2MaxLen) {
-          prefetch_tile_l2(next_nonempty(nxt.item + stride, stride), tid);
+      if (nxt.item >= 0 && nxt.item != cur.item) {  // the item's last stage: L2 prefetches
+        if constexpr (kPrefetchL2Next) {
+          prefetch_tile_l2(nit, tid);  // the next item (no scratch copy of it)
+        } else if constexpr (kPrefetchL2MaxLen > 0) {
+          if (nit.len <= kPrefetchL2MaxLen) {  // a short next item: the one after it
+            prefetch_tile_l2(next_nonempty(nxt.item + stride, stride), tid);
+          }
         }
-      }
-      if constexpr (kPrefetchL2Next) {
-        if (nxt.item >= 0 && nxt.item != cur.item) prefetch_tile_l2(nit, tid);
       }
       const StateT* const pf =
           Map::prefetch_hint ? next_item_hint(cur, nxt, nit, lane, cg) : nullptr;
