@@ -2,6 +2,10 @@
 # Sourced, not run. Everything lands under the repository: Kokkos in
 # .deps/kokkos/<variant>, builds in build/<name>; a second run reuses both.
 set -euo pipefail
+# A failure inside $(...) fails the substitution too (bash clears -e there
+# otherwise); the functions below also return non-zero explicitly, since -e
+# is ignored altogether where the caller tests their status (f || g).
+shopt -s inherit_errexit
 
 GDN_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 GDN_DEPS=${GDN_DEPS:-$GDN_ROOT/.deps}
@@ -14,7 +18,10 @@ ensure_packages() {
   local want=(cmake g++ make libgtest-dev libbenchmark-dev ca-certificates perl)
   local missing=() p
   for p in "${want[@]}"; do
-    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p")
+    case $(dpkg-query -W -f='${Status}' "$p" 2>/dev/null || true) in
+      *"ok installed") ;;
+      *) missing+=("$p") ;;
+    esac
   done
   if [ ${#missing[@]} -gt 0 ]; then
     log "installing ${missing[*]}"
@@ -47,8 +54,14 @@ kokkos_prefix() {
   if [ -f "$GDN_DEPS/kokkos-3.4.01-patched.tar.gz" ] && [ ! -d "$GDN_DEPS/cache" ]; then
     args+=(--sources "$GDN_DEPS/kokkos-3.4.01-patched.tar.gz")  # offline (the GPU machine)
   fi
-  bash "$GDN_ROOT/cmake/kokkos-bootstrap.sh" "${args[@]}" >&2
-  echo "$GDN_DEPS/kokkos/$variant"
+  bash "$GDN_ROOT/cmake/kokkos-bootstrap.sh" "${args[@]}" >&2 ||
+    { log "the Kokkos bootstrap failed (cmake/kokkos-bootstrap.sh, exit $?)"; return 1; }
+  p=$GDN_DEPS/kokkos/$variant
+  if ! ls "$p"/lib*/cmake/Kokkos/KokkosConfig.cmake >/dev/null 2>&1; then
+    log "the Kokkos bootstrap left no KokkosConfig.cmake under $p"
+    return 1
+  fi
+  echo "$p"
 }
 
 # configure_and_build <build-name> <kokkos-prefix> [cmake args...]
@@ -62,7 +75,8 @@ configure_and_build() {
      grep -qs 'Kokkos_DEVICES.*CUDA' "$kokkos"/lib*/cmake/Kokkos/KokkosConfigCommon.cmake; then
     extra+=("-DCMAKE_CXX_COMPILER=$kokkos/bin/nvcc_wrapper")
   fi
-  cmake -S "$GDN_ROOT" -B "$dir" -DCMAKE_BUILD_TYPE=Release "-DKokkos_ROOT=$kokkos" "${extra[@]}" "$@" >&2
-  cmake --build "$dir" -j "$JOBS" >&2
+  cmake -S "$GDN_ROOT" -B "$dir" -DCMAKE_BUILD_TYPE=Release "-DKokkos_ROOT=$kokkos" "${extra[@]}" "$@" >&2 ||
+    { log "cmake configure failed: build/$name"; return 1; }
+  cmake --build "$dir" -j "$JOBS" >&2 || { log "build failed: build/$name"; return 1; }
   echo "$dir"
 }
