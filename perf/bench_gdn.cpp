@@ -44,7 +44,9 @@
 //     --benchmark_repetitions repeats the whole measurement. Index checking
 //     (GDN_CHECK_INDICES) is switched off.
 //   - Google Benchmark appends `/iterations:1/manual_time` to every name.
-//   - Counters: time_us (median), min_us, samples, bytes (the minimal bytes moved,
+//   - Counters: time_us (median), min_us, host_us (median time until the
+//     call returned, before its fence: validation, launch; on a GPU the
+//     kernel runs on after it), samples, bytes (the minimal bytes moved,
 //     each counted once: state read, and written where the kernel writes it;
 //     qkv, decay, beta, out; ring records written (verify) or read (fold),
 //     used elements only; index arrays), flops (fwd/verify: 7*Dk*Dv per token
@@ -56,6 +58,9 @@
 //     (machine.cpp), and put in the JSON context next to the backend and
 //     device; copy_bw is measured again after the cases and printed, a check
 //     that the machine did not change under the run (shared hosts do).
+//   - launch_floor_us (context): an empty Kokkos kernel timed like a case,
+//     the fixed part of every sample (on CUDA also cuda_launch_floor_us, the
+//     same without Kokkos); it weighs on the small cases' fractions.
 
 #include <benchmark/benchmark.h>
 
@@ -267,6 +272,7 @@ struct Case {
 struct Timing {
   double median = 0;
   double min = 0;
+  double host = 0;  // median time until the call returned (before the fence): host-side cost
   int samples = 0;
 };
 
@@ -278,24 +284,29 @@ Timing time_calls(const Settings& s, const Call& call) {
     call();
     space.fence();
   }
-  std::vector<double> t;
+  std::vector<double> t, h;
   double total = 0;
   while (static_cast<int>(t.size()) < s.min_samples ||
          (total < s.min_time && static_cast<int>(t.size()) < s.max_samples)) {
     space.fence();
     Kokkos::Timer timer;
     call();
+    h.push_back(timer.seconds());
     space.fence();
     const double dt = timer.seconds();
     t.push_back(dt);
     total += dt;
   }
-  std::sort(t.begin(), t.end());
-  const std::size_t n = t.size();
+  const auto median = [](std::vector<double>& v) {
+    std::sort(v.begin(), v.end());
+    const std::size_t n = v.size();
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+  };
   Timing r;
-  r.median = n % 2 ? t[n / 2] : 0.5 * (t[n / 2 - 1] + t[n / 2]);
+  r.median = median(t);
   r.min = t.front();
-  r.samples = static_cast<int>(n);
+  r.host = median(h);
+  r.samples = static_cast<int>(t.size());
   return r;
 }
 
@@ -304,6 +315,7 @@ void report(benchmark::State& st, const Case& c, const Timing& t) {
   const double roof = std::max(bytes / g_machine.copy_bw, flops / g_machine.fp32_peak);
   st.counters["time_us"] = t.median * 1e6;
   st.counters["min_us"] = t.min * 1e6;
+  st.counters["host_us"] = t.host * 1e6;
   st.counters["samples"] = t.samples;
   st.counters["bytes"] = bytes;
   st.counters["flops"] = flops;
@@ -507,6 +519,10 @@ int main(int argc, char** argv) {
       benchmark::AddCustomContext("fp32_peak", fmt("%.6g", m.fp32_peak));
       benchmark::AddCustomContext("fp32_peak_method", m.fp32_peak_method);
       benchmark::AddCustomContext("fp32_peak_measured", fmt("%.6g", m.fp32_peak_measured));
+      benchmark::AddCustomContext("launch_floor_us", fmt("%.3f", m.launch_floor * 1e6));
+      if (m.cuda_launch_floor > 0) {
+        benchmark::AddCustomContext("cuda_launch_floor_us", fmt("%.3f", m.cuda_launch_floor * 1e6));
+      }
       benchmark::AddCustomContext("kokkos_version", std::to_string(KOKKOS_VERSION / 10000) + "." +
                                                         std::to_string(KOKKOS_VERSION / 100 % 100) +
                                                         "." + std::to_string(KOKKOS_VERSION % 100));
@@ -521,6 +537,12 @@ int main(int argc, char** argv) {
                   m.copy_bw * 1e-9, m.copy_bytes / double(1 << 20));
       std::printf("gdn_bench: fp32_peak %.1f GFLOP/s (%s); fma microkernel %.1f GFLOP/s\n",
                   m.fp32_peak * 1e-9, m.fp32_peak_method.c_str(), m.fp32_peak_measured * 1e-9);
+      std::printf("gdn_bench: launch floor %.2f us (fenced empty Kokkos kernel, median)",
+                  m.launch_floor * 1e6);
+      if (m.cuda_launch_floor > 0) {
+        std::printf("; %.2f us without Kokkos (<<<1, 1>>>)", m.cuda_launch_floor * 1e6);
+      }
+      std::printf("\n");
       std::fflush(stdout);
       register_cases(s);
       if (benchmark::RunSpecifiedBenchmarks() > 0) {

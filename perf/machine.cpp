@@ -5,6 +5,13 @@
 // copies, then the median of several timed copies; bytes = 2 x buffer size
 // (read + write; a write-allocate cache's extra read is not counted).
 //
+// launch_floor: `fence; Kokkos::Timer; parallel_for over one item of an
+// empty functor; fence`, the median of 201 samples after 20 warm-up calls:
+// what every fenced benchmark sample pays besides its kernel's own work. On
+// CUDA, cuda_launch_floor times an empty `<<<1, 1>>>` kernel on the same
+// stream with the same fences, without Kokkos: the difference is Kokkos's
+// own launch cost.
+//
 // fp32_peak: on CUDA, SMs x FP32 lanes per SM x 2 flop x peak clock, from the
 // CUDA runtime (cudaDevAttrClockRate; cudaDeviceProp::clockRate is gone in
 // CUDA 13). Everywhere else it is measured: every thread of the default space
@@ -112,6 +119,31 @@ double measured_fp32_peak(bool host, int concurrency) {
   return std::max(fma_rate<8>(items, per_item), fma_rate<16>(items, per_item));
 }
 
+struct EmptyKernel {
+  KOKKOS_INLINE_FUNCTION void operator()(const int) const {}
+};
+
+#if defined(KOKKOS_ENABLE_CUDA) && defined(__CUDACC__)
+__global__ void empty_cuda_kernel() {}
+#endif
+
+// Median seconds of `fence; timer; call(); fence` (201 samples after 20 warm-up calls).
+template <class Call>
+double fenced_median(const Call& call) {
+  Exec space;
+  for (int w = 0; w < 20; ++w) call();
+  space.fence();
+  std::vector<double> t;
+  for (int r = 0; r < 201; ++r) {
+    space.fence();
+    Kokkos::Timer timer;
+    call();
+    space.fence();
+    t.push_back(timer.seconds());
+  }
+  return median(t);
+}
+
 std::size_t copy_buffer_bytes(bool host) {
   return host ? (std::size_t(512) << 20) : (std::size_t(2) << 30);
 }
@@ -199,6 +231,19 @@ Machine measure_machine() {
   m.copy_bytes = static_cast<double>(copy_buffer_bytes(m.host));
   m.copy_bw = measure_copy_bw(m.host);
   m.fp32_peak_measured = measured_fp32_peak(m.host, m.concurrency);
+  {
+    Exec space;
+    m.launch_floor = fenced_median([&] {
+      Kokkos::parallel_for("gdn_bench::empty", Kokkos::RangePolicy<Exec>(space, 0, 1),
+                           EmptyKernel{});
+    });
+#if defined(KOKKOS_ENABLE_CUDA) && defined(__CUDACC__)
+    if (std::is_same<Exec, Kokkos::Cuda>::value) {
+      const cudaStream_t stream = Kokkos::Cuda().cuda_stream();
+      m.cuda_launch_floor = fenced_median([&] { empty_cuda_kernel<<<1, 1, 0, stream>>>(); });
+    }
+#endif
+  }
   bool computed = false;
 #if defined(KOKKOS_ENABLE_CUDA)
   if (std::is_same<Exec, Kokkos::Cuda>::value) computed = cuda_peak(m);

@@ -19,6 +19,11 @@ struct Machine {
   double fp32_peak = 0;   // FLOP/s used as the compute roof
   std::string fp32_peak_method;
   double fp32_peak_measured = 0;  // FLOP/s of the FMA-chain microkernel (always measured)
+  // The fixed cost of one timed call, measured like the cases (fence; timer; call; fence),
+  // median: an empty Kokkos kernel (one work item), and on CUDA an empty <<<1, 1>>> kernel
+  // launched without Kokkos (0 elsewhere). Seconds.
+  double launch_floor = 0;
+  double cuda_launch_floor = 0;
 };
 
 /// Measure the default execution space's copy bandwidth and FP32 FMA peak.

@@ -67,6 +67,15 @@ def time_us(b):
     return float(b["real_time"]) * scale
 
 
+def launch_floor(ctx):
+    if "launch_floor_us" not in ctx:
+        return "not measured (older gdn_bench)"
+    text = f"{float(ctx['launch_floor_us']):.2f} us (fenced empty Kokkos kernel, median)"
+    if "cuda_launch_floor_us" in ctx:
+        text += f"; {float(ctx['cuda_launch_floor_us']):.2f} us without Kokkos (<<<1, 1>>>)"
+    return text
+
+
 def render(data):
     ctx = data.get("context", {})
     peak_method = ctx.get("fp32_peak_method", "?")
@@ -83,13 +92,15 @@ def render(data):
         ("copy_bw", fmt_si(ctx.get("copy_bw"), "B/s") + " (deep_copy, read + write, median)"),
         ("fp32_peak", fmt_si(ctx.get("fp32_peak"), "FLOP/s") + f" ({peak_method})"),
         ("fp32 fma microkernel", fmt_si(ctx.get("fp32_peak_measured"), "FLOP/s")),
+        ("launch floor", launch_floor(ctx)),
         ("Kokkos / gdn", f"{ctx.get('kokkos_version', '?')} / {ctx.get('gdn_version', '?')}"),
     ]
     for key, value in rows:
         out.append(f"| {key} | {value} |")
     out.append("")
     out.append(
-        "time_us: median of fenced calls after warm-up (perf/bench_gdn.cpp states the method). "
+        "time_us: median of fenced calls after warm-up (perf/bench_gdn.cpp states the method); "
+        "host_us: median time until the call returned, before its fence (validation and launch). "
         "GB/s: minimal bytes moved / time. bw_frac = GB/s / copy_bw; "
         "roofline_frac = max(bytes / copy_bw, flops / fp32_peak) / time. "
         "Shapes: nk = 16, nv = 32, Dk = Dv = D; ring float."
@@ -105,9 +116,9 @@ def render(data):
         out.append(f"## {kernel}: {title}")
         out.append("")
         head = ["shape", "state", "B", "T"] + (["L"] if with_layers else [])
-        head += ["time_us", "GB/s", "TFLOP/s", "bw_frac %", "roofline_frac %"]
+        head += ["time_us", "host_us", "GB/s", "TFLOP/s", "bw_frac %", "roofline_frac %"]
         out.append("| " + " | ".join(head) + " |")
-        align = ["---"] * (5 if with_layers else 4) + ["---:"] * 5
+        align = ["---"] * (5 if with_layers else 4) + ["---:"] * 6
         out.append("|" + "|".join(align) + "|")
         for name, b in cases:
             _, f = parse_name(name)
@@ -115,10 +126,11 @@ def render(data):
             if with_layers:
                 cells.append(f.get("L", ""))
             if b.get("error_occurred"):
-                cells += [f"error: {b.get('error_message', '')}", "", "", "", ""]
+                cells += [f"error: {b.get('error_message', '')}", "", "", "", "", ""]
             else:
                 cells += [
                     fmt_num(time_us(b), 1),
+                    fmt_num(b.get("host_us"), 1),
                     fmt_num(b.get("GB/s"), 1),
                     fmt_num(b.get("TFLOP/s"), 3),
                     fmt_num(100.0 * b["bw_frac"] if "bw_frac" in b else None, 1),

@@ -175,9 +175,10 @@ struct RingLauncher {
     const std::size_t tokens = check_inputs(c, cfg, in, batch);
     check_state(c, cfg, state, batch > 0);
     check_out(c, cfg, out, tokens);
-    c.require(ring_slots.extent(0) == batch, "ring_slots",
-              "extent(0) == B = " + to_str(batch) + " (state_slots.extent(0))",
-              "extent(0) = " + to_str(ring_slots.extent(0)));
+    if (!(ring_slots.extent(0) == batch)) {
+      c.fail("ring_slots", "extent(0) == B = " + to_str(batch) + " (state_slots.extent(0))",
+             "extent(0) = " + to_str(ring_slots.extent(0)));
+    }
     check_ring(c, cfg, ring, batch > 0);
     check_league(c, "state_slots", recurrence_league<ExecSpace, StateT>(cfg, batch));
     if (index_checking_enabled()) {
@@ -198,13 +199,16 @@ struct RingLauncher {
     check_heads(c, cfg);
     const std::size_t layers = state_rows.extent(0);
     const std::size_t batch = num_accepted.extent(0);
-    c.require(state_rows.extent(1) == batch, "state_rows",
-              "shape [L, B] with B = num_accepted.extent(0) = " + to_str(batch),
-              "shape " + extents_str(state_rows));
-    c.require(
-        ring_rows.extent(0) == layers && ring_rows.extent(1) == batch, "ring_rows",
-        "shape [L, B] = [" + to_str(layers) + ", " + to_str(batch) + "] (the shape of state_rows)",
-        "shape " + extents_str(ring_rows));
+    if (!(state_rows.extent(1) == batch)) {
+      c.fail("state_rows", "shape [L, B] with B = num_accepted.extent(0) = " + to_str(batch),
+             "shape " + extents_str(state_rows));
+    }
+    if (!(ring_rows.extent(0) == layers && ring_rows.extent(1) == batch)) {
+      c.fail("ring_rows",
+             "shape [L, B] = [" + to_str(layers) + ", " + to_str(batch) +
+                 "] (the shape of state_rows)",
+             "shape " + extents_str(ring_rows));
+    }
     const bool any = layers * batch > 0;
     check_state(c, cfg, state, any);
     check_ring(c, cfg, ring, any);
