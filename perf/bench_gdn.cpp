@@ -61,6 +61,8 @@
 //   - launch_floor_us (context): an empty Kokkos kernel timed like a case,
 //     the fixed part of every sample (on CUDA also cuda_launch_floor_us, the
 //     same without Kokkos); it weighs on the small cases' fractions.
+//     launch_host_us / cuda_launch_host_us: of those, the time until the
+//     launch call returned.
 
 #include <benchmark/benchmark.h>
 
@@ -520,8 +522,10 @@ int main(int argc, char** argv) {
       benchmark::AddCustomContext("fp32_peak_method", m.fp32_peak_method);
       benchmark::AddCustomContext("fp32_peak_measured", fmt("%.6g", m.fp32_peak_measured));
       benchmark::AddCustomContext("launch_floor_us", fmt("%.3f", m.launch_floor * 1e6));
+      benchmark::AddCustomContext("launch_host_us", fmt("%.3f", m.launch_host * 1e6));
       if (m.cuda_launch_floor > 0) {
         benchmark::AddCustomContext("cuda_launch_floor_us", fmt("%.3f", m.cuda_launch_floor * 1e6));
+        benchmark::AddCustomContext("cuda_launch_host_us", fmt("%.3f", m.cuda_launch_host * 1e6));
       }
       benchmark::AddCustomContext("kokkos_version", std::to_string(KOKKOS_VERSION / 10000) + "." +
                                                         std::to_string(KOKKOS_VERSION / 100 % 100) +
@@ -537,10 +541,13 @@ int main(int argc, char** argv) {
                   m.copy_bw * 1e-9, m.copy_bytes / double(1 << 20));
       std::printf("gdn_bench: fp32_peak %.1f GFLOP/s (%s); fma microkernel %.1f GFLOP/s\n",
                   m.fp32_peak * 1e-9, m.fp32_peak_method.c_str(), m.fp32_peak_measured * 1e-9);
-      std::printf("gdn_bench: launch floor %.2f us (fenced empty Kokkos kernel, median)",
-                  m.launch_floor * 1e6);
+      std::printf(
+          "gdn_bench: launch floor %.2f us (fenced empty Kokkos kernel, median; %.2f us until the "
+          "launch returned)",
+          m.launch_floor * 1e6, m.launch_host * 1e6);
       if (m.cuda_launch_floor > 0) {
-        std::printf("; %.2f us without Kokkos (<<<1, 1>>>)", m.cuda_launch_floor * 1e6);
+        std::printf("; %.2f us without Kokkos (<<<1, 1>>>; %.2f us until it returned)",
+                    m.cuda_launch_floor * 1e6, m.cuda_launch_host * 1e6);
       }
       std::printf("\n");
       std::fflush(stdout);

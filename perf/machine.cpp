@@ -127,20 +127,23 @@ struct EmptyKernel {
 __global__ void empty_cuda_kernel() {}
 #endif
 
-// Median seconds of `fence; timer; call(); fence` (201 samples after 20 warm-up calls).
+// Median seconds of `fence; timer; call(); fence` (201 samples after 20 warm-up calls), and
+// of the time until call() returned (`host`).
 template <class Call>
-double fenced_median(const Call& call) {
+double fenced_median(const Call& call, double& host) {
   Exec space;
   for (int w = 0; w < 20; ++w) call();
   space.fence();
-  std::vector<double> t;
+  std::vector<double> t, h;
   for (int r = 0; r < 201; ++r) {
     space.fence();
     Kokkos::Timer timer;
     call();
+    h.push_back(timer.seconds());
     space.fence();
     t.push_back(timer.seconds());
   }
+  host = median(h);
   return median(t);
 }
 
@@ -233,14 +236,17 @@ Machine measure_machine() {
   m.fp32_peak_measured = measured_fp32_peak(m.host, m.concurrency);
   {
     Exec space;
-    m.launch_floor = fenced_median([&] {
-      Kokkos::parallel_for("gdn_bench::empty", Kokkos::RangePolicy<Exec>(space, 0, 1),
-                           EmptyKernel{});
-    });
+    m.launch_floor = fenced_median(
+        [&] {
+          Kokkos::parallel_for("gdn_bench::empty", Kokkos::RangePolicy<Exec>(space, 0, 1),
+                               EmptyKernel{});
+        },
+        m.launch_host);
 #if defined(KOKKOS_ENABLE_CUDA) && defined(__CUDACC__)
     if (std::is_same<Exec, Kokkos::Cuda>::value) {
       const cudaStream_t stream = Kokkos::Cuda().cuda_stream();
-      m.cuda_launch_floor = fenced_median([&] { empty_cuda_kernel<<<1, 1, 0, stream>>>(); });
+      m.cuda_launch_floor =
+          fenced_median([&] { empty_cuda_kernel<<<1, 1, 0, stream>>>(); }, m.cuda_launch_host);
     }
 #endif
   }

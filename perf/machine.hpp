@@ -24,6 +24,9 @@ struct Machine {
   // launched without Kokkos (0 elsewhere). Seconds.
   double launch_floor = 0;
   double cuda_launch_floor = 0;
+  // Of those, the median time until the launch call returned (host side), seconds.
+  double launch_host = 0;
+  double cuda_launch_host = 0;
 };
 
 /// Measure the default execution space's copy bandwidth and FP32 FMA peak.

@@ -70,9 +70,14 @@ def time_us(b):
 def launch_floor(ctx):
     if "launch_floor_us" not in ctx:
         return "not measured (older gdn_bench)"
-    text = f"{float(ctx['launch_floor_us']):.2f} us (fenced empty Kokkos kernel, median)"
+    def host(key):
+        return f", {float(ctx[key]):.2f} us until the launch returned" if key in ctx else ""
+
+    text = f"{float(ctx['launch_floor_us']):.2f} us (fenced empty Kokkos kernel, median"
+    text += host("launch_host_us") + ")"
     if "cuda_launch_floor_us" in ctx:
-        text += f"; {float(ctx['cuda_launch_floor_us']):.2f} us without Kokkos (<<<1, 1>>>)"
+        text += f"; {float(ctx['cuda_launch_floor_us']):.2f} us without Kokkos (<<<1, 1>>>"
+        text += host("cuda_launch_host_us") + ")"
     return text
 
 

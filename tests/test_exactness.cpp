@@ -41,6 +41,12 @@ TEST(Exactness, Bf16StateBf16RingIsCloseNotExact) {
 
 TEST(Exactness, RingLen16) { cycle_over_shapes<float, float>({16, 9, 17, 2, 16, 0, 1}, 16); }
 TEST(Exactness, RingLen1) { cycle_over_shapes<gdn::bf16, float>({1, 0, 2, 1}, 1); }
+// RING_LEN <= 2 with a bf16 state runs verify's short-window kernel on CUDA
+// (mapping.hpp, short_window_max); rows of 3 tokens commit through it.
+TEST(Exactness, RingLen2Bf16State) {
+  cycle_over_shapes<gdn::bf16, float>({2, 1, 0, 3, 2}, 2);
+  cycle_over_shapes<gdn::bf16, gdn::bf16>({2, 1, 0, 3, 2}, 2);
+}
 
 // Windows longer than one staging chunk (16 tokens on the host, 8 on CUDA).
 TEST(Exactness, WindowsSpanningSeveralChunks) {
@@ -72,6 +78,13 @@ TEST(Exactness, ManyWorkItemsPerTeam) {
   cs.pad = 2;  // record_stride 388: the fold stages records with 16-byte copies (389: one copy per
                // value)
   cs.seed = 8;
+  run_cycle<gdn::bf16, float>(cs);
+  // RING_LEN 2: the short-window verify kernel of a bf16 state, rows of 0 to 3 tokens.
+  cs.lens.clear();
+  for (int b = 0; b < 72; ++b) cs.lens.push_back(b % 9 == 4 ? 3 : b % 3);
+  cs.ring_len = 2;
+  cs.pad = 0;
+  cs.seed = 9;
   run_cycle<gdn::bf16, float>(cs);
 }
 

@@ -101,9 +101,10 @@ void launch_recurrence(const char* label, const ExecSpace& space, const HeadConf
                        const OutView<typename ExecSpace::memory_space>& out,
                        const IndexView<typename ExecSpace::memory_space>& ring_slots,
                        const PoolView<RingT, typename ExecSpace::memory_space>& ring) {
-  auto run = [&](auto dk_tag) {
+  auto run = [&](auto dk_tag, auto short_tag) {
     constexpr int Dk = decltype(dk_tag)::value;
-    using Kernel = RecurrenceKernel<ExecSpace, StateT, RingT, Dk, Verify>;
+    using Kernel =
+        RecurrenceKernel<ExecSpace, StateT, RingT, Dk, Verify, decltype(short_tag)::value>;
     Kernel k;
     k.m_qkv = in.qkv;
     k.m_decay = in.decay;
@@ -129,11 +130,22 @@ void launch_recurrence(const char* label, const ExecSpace& space, const HeadConf
                                           team_shmem_bytes<Kernel>(Kernel::Map::team_size));
     launch_team_kernel(label, space, league, Kernel::Map::team_size, Kernel::Map::vector_length, k);
   };
-  if (cfg.key_head_dim == 64) {
-    run(std::integral_constant<int, 64>());
-  } else {
-    run(std::integral_constant<int, 128>());
+  // Verify with a short window (RING_LEN <= short_window_max) may have a kernel of its own.
+  constexpr int short_max = RecurrenceMapping<ExecSpace, StateT>::short_window_max(Verify);
+  auto run_dk = [&](auto short_tag) {
+    if (cfg.key_head_dim == 64) {
+      run(std::integral_constant<int, 64>(), short_tag);
+    } else {
+      run(std::integral_constant<int, 128>(), short_tag);
+    }
+  };
+  if constexpr (short_max > 0) {
+    if (ring.extent(2) <= static_cast<std::size_t>(short_max)) {
+      run_dk(std::true_type());
+      return;
+    }
   }
+  run_dk(std::false_type());
 }
 
 /// recurrence_fwd for one (execution space, state type).

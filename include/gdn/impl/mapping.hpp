@@ -117,15 +117,24 @@ struct RecurrenceMapping {
   /// lane groups: norms per warp, not per team (forward)
   static constexpr bool warp_norms = false;
   static constexpr bool warp_norms_verify = false;  ///< the same for verify
-  /// copy the next item's state into scratch during this one (forward or verify)
-  static constexpr bool prefetch_state(bool /*verify*/) { return false; }
+  /// Verify with RING_LEN <= this runs its own kernel (0: none; GPU only).
+  static constexpr int short_window_max(bool /*verify*/) { return 0; }
+  /// copy the next item's state into scratch during this one (forward or
+  /// verify; `short_window`: the kernel of short_window_max)
+  static constexpr bool prefetch_state(bool /*verify*/, bool /*short_window*/ = false) {
+    return false;
+  }
   /// GPU only (see the CUDA mapping).
   static constexpr bool shared_state_copy(bool /*verify*/) { return false; }
-  static constexpr bool prefetch_l2_next(bool /*verify*/) { return false; }  ///< GPU only
+  static constexpr bool prefetch_l2_next(bool /*verify*/, bool /*short_window*/ = false) {
+    return false;  ///< GPU only
+  }
   /// Prefetch the next item's state into the cache (prefetch_line) during the
   /// last stage of the current one, spread over its sweeps (token_steps_fused).
   static constexpr bool prefetch_hint = GDN_HOST_PREFETCH != 0;
-  static constexpr int prefetch_l2_max_len(bool /*verify*/) { return 0; }  ///< GPU only
+  static constexpr int prefetch_l2_max_len(bool /*verify*/, bool /*short_window*/ = false) {
+    return 0;  ///< GPU only
+  }
   using schedule = Kokkos::Schedule<Kokkos::Dynamic>;
 };
 
@@ -208,6 +217,9 @@ struct FoldMapping {
 #endif
 #ifndef GDN_CUDA_PREFETCH_L2_NEXT
 #define GDN_CUDA_PREFETCH_L2_NEXT 1
+#endif
+#ifndef GDN_CUDA_SHORT_WINDOW_BF16
+#define GDN_CUDA_SHORT_WINDOW_BF16 2
 #endif
 #ifndef GDN_CUDA_PREFETCH_L2
 #define GDN_CUDA_PREFETCH_L2 2
@@ -300,12 +312,25 @@ struct RecurrenceMapping<Kokkos::Cuda, StateT> {
   /// of the non-FP32 instructions at T = 8 (ncu). Same H200 call, medians of 3,
   /// D128, B = 256, T = 1 / 2 / 4 / 8: 167.0 / 178.6 / 226.0 / 392.7 ->
   /// 161.7 / 169.5 / 221.3 / 349.5 us (B = 128 and 512 alike; D64 T = 8 6 to
-  /// 11 % faster, T <= 4 within 4 %). A bf16 verify without its buffer: T = 1 / 2
-  /// 1 to 6 % faster, T = 4 / 8 2 to 5 % slower; the forward: slower.
-  static constexpr bool prefetch_state(bool verify) {
+  /// 11 % faster, T <= 4 within 4 %). A bf16 verify without its buffer is
+  /// faster for short windows and slower for long ones, so it has two
+  /// kernels (short_window_max); the forward without it: slower.
+  static constexpr bool prefetch_state(bool verify, bool short_window = false) {
     return GDN_CUDA_PERSISTENT && GDN_CUDA_PREFETCH &&
-           (!verify ||
-            (sizeof(StateT) == 2 ? GDN_CUDA_PREFETCH_VERIFY_BF16 : GDN_CUDA_PREFETCH_VERIFY));
+           (!verify || (sizeof(StateT) == 2 ? (!short_window && GDN_CUDA_PREFETCH_VERIFY_BF16)
+                                            : GDN_CUDA_PREFETCH_VERIFY));
+  }
+  /// Verify with a bf16 state and RING_LEN <= 2 (the ring's extent, known on
+  /// the host) runs a second kernel, without the scratch copy of the next
+  /// state tile (prefetch_l2_next instead, as a float state). Same H200
+  /// call, medians of 4, D128 bf16, with vs without the copy, T = 1 / 2 / 4:
+  /// B = 256 118.5 -> 113.3 / 152.3 -> 145.1 / 215.3 -> 221.8 us, B = 128
+  /// 66.9 -> 64.5 / 84.5 -> 79.2 / 114.7 -> 116.8, B = 512 218.2 -> 212.7 /
+  /// 289.5 -> 275.9 / 413.1 -> 430.3 (`b1cc5f0`). 0: one kernel.
+  static constexpr int short_window_max(bool verify) {
+    return verify && sizeof(StateT) == 2 && GDN_CUDA_PREFETCH_VERIFY_BF16
+               ? GDN_CUDA_SHORT_WINDOW_BF16
+               : 0;
   }
   /// Persistent teams without prefetch_state: the next item's state tile is
   /// prefetched into L2 when the current item's last stage starts, and read
@@ -314,8 +339,9 @@ struct RecurrenceMapping<Kokkos::Cuda, StateT> {
   /// 344.3 us; without the prefetch 172.2 / 170.5 / 219.8 / 346.9; prefetched
   /// after the stage's first sweep instead (later, so as not to compete with
   /// the current tile's loads) 183.0 / 189.3 / 221.2 / 350.0.
-  static constexpr bool prefetch_l2_next(bool verify) {
-    return GDN_CUDA_PERSISTENT && GDN_CUDA_PREFETCH_L2_NEXT != 0 && !prefetch_state(verify);
+  static constexpr bool prefetch_l2_next(bool verify, bool short_window = false) {
+    return GDN_CUDA_PERSISTENT && GDN_CUDA_PREFETCH_L2_NEXT != 0 &&
+           !prefetch_state(verify, short_window);
   }
   // persistent teams prefetch the state (prefetch_state, prefetch_l2_next)
   static constexpr bool prefetch_hint = false;
@@ -325,8 +351,8 @@ struct RecurrenceMapping<Kokkos::Cuda, StateT> {
   /// copy started one short item later is served from L2. Same run, B = 256,
   /// always vs never: fwd bf16 T = 1 / 2 211 -> 188 / 215 -> 195 us, verify
   /// bf16 T = 2 168 -> 162 us; at T >= 4 it cost 2 to 5 %, hence the limit.
-  static constexpr int prefetch_l2_max_len(bool verify) {
-    return prefetch_state(verify) ? GDN_CUDA_PREFETCH_L2 : 0;
+  static constexpr int prefetch_l2_max_len(bool verify, bool short_window = false) {
+    return prefetch_state(verify, short_window) ? GDN_CUDA_PREFETCH_L2 : 0;
   }
   /// With prefetch_state, for a bf16 state and for the forward: the team
   /// copies the next state tile row by row (16-byte copies, whole 128-byte

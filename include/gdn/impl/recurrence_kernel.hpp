@@ -82,7 +82,7 @@
 namespace gdn {
 namespace Impl {
 
-template <class ExecSpace, class StateT, class RingT, int Dk, bool Verify>
+template <class ExecSpace, class StateT, class RingT, int Dk, bool Verify, bool ShortWindow = false>
 struct RecurrenceKernel {
   using Map = RecurrenceMapping<ExecSpace, StateT>;
   using MemSpace = typename ExecSpace::memory_space;
@@ -104,9 +104,10 @@ struct RecurrenceKernel {
   static constexpr int kNormAcc = Map::norm_accumulators;
   static constexpr int kChunk = Map::chunk_tokens(Verify);
   /// The next item's state: copied into scratch during this one, or prefetched into L2.
-  static constexpr bool kPrefetchState = Map::prefetch_state(Verify);
-  static constexpr bool kPrefetchL2Next = Map::prefetch_l2_next(Verify);
-  static constexpr int kPrefetchL2MaxLen = Map::prefetch_l2_max_len(Verify);
+  /// ShortWindow: verify's kernel for RING_LEN <= Map::short_window_max (launch.hpp).
+  static constexpr bool kPrefetchState = Map::prefetch_state(Verify, ShortWindow);
+  static constexpr bool kPrefetchL2Next = Map::prefetch_l2_next(Verify, ShortWindow);
+  static constexpr int kPrefetchL2MaxLen = Map::prefetch_l2_max_len(Verify, ShortWindow);
   static constexpr int kScalars = 4;                                   // decay, beta, qf, kinv
   static constexpr int kThreads = Map::team_threads * Map::row_lanes;  // threads per team
   static constexpr int kStride = Map::lane_stride;  // distance between a group's lanes in a vector
