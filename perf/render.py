@@ -67,6 +67,19 @@ def time_us(b):
     return float(b["real_time"]) * scale
 
 
+def case_key(f):
+    """Registration order (also after --benchmark_enable_random_interleaving):
+    L, then D128 before D64, float before bf16, then B and T."""
+
+    def num(key, default=0):
+        try:
+            return int(str(f.get(key, default)).lstrip("D"))
+        except ValueError:
+            return default
+
+    return (num("L"), -num("shape"), f.get("state", "") != "float", num("B"), num("T"))
+
+
 def launch_floor(ctx):
     if "launch_floor_us" not in ctx:
         return "not measured (older gdn_bench)"
@@ -114,7 +127,10 @@ def render(data):
 
     runs = select_runs(data.get("benchmarks", []))
     for kernel, title in KERNELS:
-        cases = [(n, b) for n, b in runs.items() if parse_name(n)[0] == kernel]
+        cases = sorted(
+            ((n, b) for n, b in runs.items() if parse_name(n)[0] == kernel),
+            key=lambda nb: case_key(parse_name(nb[0])[1]),
+        )
         if not cases:
             continue
         with_layers = kernel == "fold"

@@ -8,6 +8,7 @@
 #                  tests (GDN_RACECHECK_FILTER / GDN_MEMCHECK_FILTER select a
 #                  gtest subset, default all)
 #   --bench RE     gdn_bench --benchmark_filter=RE -> bench_cuda.{json,md,txt}
+#                  (GDN_BENCH_REPETITIONS=N: median of N interleaved repetitions)
 #   --ncu RE       ncu (clocks untouched) on the first gdn kernel of the first
 #                  benchmark matching RE (GDN_NCU_KERNEL: kernel regex) ->
 #                  ncu_details.txt, ncu_source_sass.csv.gz
@@ -33,8 +34,14 @@ while [ $# -gt 0 ]; do
 done
 say() { echo "[$((SECONDS))s] $*" | tee -a "$OUT/summary.txt"; }
 bench_table() { grep -E '^(fwd|verify|fold)' "$1" | sed 's|/iterations:1/manual_time||' | awk '{printf "%-44s", $1; for (i=2;i<=NF;i++) if ($i ~ /^(time_us|GB\/s|bw_frac|roofline_frac)=/) printf " %s", $i; print ""}'; }
+# GDN_BENCH_REPETITIONS=N (> 1): every case measured N times, in random order, and reported as
+# the median of the N (Google Benchmark aggregates; perf/render.py shows the medians).
+reps=()
+if [ "${GDN_BENCH_REPETITIONS:-1}" -gt 1 ]; then
+  reps=("--benchmark_repetitions=$GDN_BENCH_REPETITIONS" --benchmark_enable_random_interleaving=true)
+fi
 run_bench() {  # dir name
-  "$1/perf/gdn_bench" --benchmark_filter="$bench" --benchmark_out="$OUT/bench_$2.json" \
+  "$1/perf/gdn_bench" --benchmark_filter="$bench" --benchmark_out="$OUT/bench_$2.json" "${reps[@]}" \
     --benchmark_out_format=json --benchmark_counters_tabular=false > "$OUT/bench_$2.txt" 2>&1 || say "gdn_bench ($2) failed"
   bench_table "$OUT/bench_$2.txt" | tee -a "$OUT/summary.txt"
 }

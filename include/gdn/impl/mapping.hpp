@@ -126,14 +126,16 @@ struct RecurrenceMapping {
   }
   /// GPU only (see the CUDA mapping).
   static constexpr bool shared_state_copy(bool /*verify*/) { return false; }
+  /// GPU only (see the CUDA mapping).
   static constexpr bool prefetch_l2_next(bool /*verify*/, bool /*short_window*/ = false) {
-    return false;  ///< GPU only
+    return false;
   }
   /// Prefetch the next item's state into the cache (prefetch_line) during the
   /// last stage of the current one, spread over its sweeps (token_steps_fused).
   static constexpr bool prefetch_hint = GDN_HOST_PREFETCH != 0;
+  /// GPU only (see the CUDA mapping).
   static constexpr int prefetch_l2_max_len(bool /*verify*/, bool /*short_window*/ = false) {
-    return 0;  ///< GPU only
+    return 0;
   }
   using schedule = Kokkos::Schedule<Kokkos::Dynamic>;
 };
@@ -326,7 +328,10 @@ struct RecurrenceMapping<Kokkos::Cuda, StateT> {
   /// call, medians of 4, D128 bf16, with vs without the copy, T = 1 / 2 / 4:
   /// B = 256 118.5 -> 113.3 / 152.3 -> 145.1 / 215.3 -> 221.8 us, B = 128
   /// 66.9 -> 64.5 / 84.5 -> 79.2 / 114.7 -> 116.8, B = 512 218.2 -> 212.7 /
-  /// 289.5 -> 275.9 / 413.1 -> 430.3 (`b1cc5f0`). 0: one kernel.
+  /// 289.5 -> 275.9 / 413.1 -> 430.3 (`b1cc5f0`). With the two kernels vs
+  /// one (`6f1c73e`, another call), T = 1 / 2: D128 2 to 5 % faster, D64 1
+  /// to 8 % (B = 512 79.1 -> 72.9 / 96.2 -> 90.7 us); T = 4 the same kernel
+  /// (within 1 %). GDN_CUDA_SHORT_WINDOW_BF16 = 0: one kernel.
   static constexpr int short_window_max(bool verify) {
     return verify && sizeof(StateT) == 2 && GDN_CUDA_PREFETCH_VERIFY_BF16
                ? GDN_CUDA_SHORT_WINDOW_BF16

@@ -41,9 +41,11 @@
 /// the tile of the item after it is prefetched into L2). Without that
 /// buffer (verify with a float state, `prefetch_l2_next`) the next item's
 /// tile is prefetched into L2 when the current item's last stage starts and
-/// loaded from there straight into registers when its turn comes. The state tile is
+/// loaded from there straight into registers when its turn comes; verify with
+/// a bf16 state does the same when RING_LEN <= 2 (a second kernel,
+/// `ShortWindow`, chosen on the host: mapping.hpp, short_window_max). The state tile is
 /// copied either by each thread for its own fragment, or (`shared_state_copy`:
-/// a bf16 state, and the forward) by the whole team in whole 128-byte rows
+/// the forward, and verify's copy of a bf16 state) by the whole team in whole 128-byte rows
 /// into a swizzled tile (tile_chunk_offset), read after the stage's team
 /// barrier; the next tile is then copied over it after a second barrier
 /// (only when the stage both read a tile and is followed by a new item).
