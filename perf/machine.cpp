@@ -247,6 +247,7 @@ Machine measure_machine() {
       const cudaStream_t stream = Kokkos::Cuda().cuda_stream();
       m.cuda_launch_floor =
           fenced_median([&] { empty_cuda_kernel<<<1, 1, 0, stream>>>(); }, m.cuda_launch_host);
+      if (cudaGetLastError() != cudaSuccess) m.cuda_launch_floor = 0;  // not reported
     }
 #endif
   }
