@@ -86,6 +86,12 @@ TEST(Exactness, ManyWorkItemsPerTeam) {
   cs.pad = 0;
   cs.seed = 9;
   run_cycle<gdn::bf16, float>(cs);
+  // At most one token per row: the forward's decode kernel with a bf16 state on CUDA
+  // (mapping.hpp, has_short_kernel), against verify's short-window kernel.
+  cs.lens.clear();
+  for (int b = 0; b < 72; ++b) cs.lens.push_back(b % 7 == 3 ? 0 : 1);
+  cs.seed = 10;
+  run_cycle<gdn::bf16, float>(cs);
 }
 
 TEST(Exactness, RecordPaddingZeroAndLarge) {

@@ -130,22 +130,27 @@ void launch_recurrence(const char* label, const ExecSpace& space, const HeadConf
                                           team_shmem_bytes<Kernel>(Kernel::Map::team_size));
     launch_team_kernel(label, space, league, Kernel::Map::team_size, Kernel::Map::vector_length, k);
   };
-  // Verify with a short window (RING_LEN <= short_window_max) may have a kernel of its own.
-  constexpr int short_max = RecurrenceMapping<ExecSpace, StateT>::short_window_max(Verify);
-  auto run_dk = [&](auto short_tag) {
-    if (cfg.key_head_dim == 64) {
-      run(std::integral_constant<int, 64>(), short_tag);
-    } else {
-      run(std::integral_constant<int, 128>(), short_tag);
+  // Short rows may have a kernel of their own (Map::has_short_kernel): verify
+  // windows of RING_LEN <= short_window_max, a forward with at most one token
+  // per row (a decode step). Only the speed depends on the choice.
+  using Map = RecurrenceMapping<ExecSpace, StateT>;
+  const bool short_rows =
+      Verify ? ring.extent(2) <= static_cast<std::size_t>(Map::short_window_max(Verify))
+             : in.qkv.extent(0) <= slots.extent(0);
+  auto run_dk = [&](auto dk_tag) {
+    if constexpr (Map::has_short_kernel(decltype(dk_tag)::value, Verify)) {
+      if (short_rows) {
+        run(dk_tag, std::true_type());
+        return;
+      }
     }
+    run(dk_tag, std::false_type());
   };
-  if constexpr (short_max > 0) {
-    if (ring.extent(2) <= static_cast<std::size_t>(short_max)) {
-      run_dk(std::true_type());
-      return;
-    }
+  if (cfg.key_head_dim == 64) {
+    run_dk(std::integral_constant<int, 64>());
+  } else {
+    run_dk(std::integral_constant<int, 128>());
   }
-  run_dk(std::false_type());
 }
 
 /// recurrence_fwd for one (execution space, state type).

@@ -107,11 +107,14 @@ struct RecurrenceMapping {
   /// tokens staged per team barrier (forward or verify)
   static constexpr int chunk_tokens(bool /*verify*/) { return 16; }
   /// Launch bound for head dimension `dk`, forward or verify (GPU only).
-  static constexpr int min_teams_per_sm(int /*dk*/, bool /*verify*/) { return 1; }
+  static constexpr int min_teams_per_sm(int /*dk*/, bool /*verify*/, bool /*short_rows*/ = false) {
+    return 1;
+  }
   /// Persistent teams per thread (launch_teams; 0: one team per work item,
   /// scheduled dynamically, which measured faster: a thread then reads
   /// neighbouring tiles of the state).
-  static constexpr int persistent_teams_per_sm(int /*dk*/, bool /*verify*/) {
+  static constexpr int persistent_teams_per_sm(int /*dk*/, bool /*verify*/,
+                                               bool /*short_rows*/ = false) {
     return GDN_HOST_PERSISTENT;
   }
   /// lane groups: norms per warp, not per team (forward)
@@ -119,22 +122,24 @@ struct RecurrenceMapping {
   static constexpr bool warp_norms_verify = false;  ///< the same for verify
   /// Verify with RING_LEN <= this runs its own kernel (0: none; GPU only).
   static constexpr int short_window_max(bool /*verify*/) { return 0; }
+  /// Whether forward / verify at head dim `dk` has a short-row kernel (GPU only).
+  static constexpr bool has_short_kernel(int /*dk*/, bool /*verify*/) { return false; }
   /// copy the next item's state into scratch during this one (forward or
-  /// verify; `short_window`: the kernel of short_window_max)
-  static constexpr bool prefetch_state(bool /*verify*/, bool /*short_window*/ = false) {
+  /// verify; `short_rows`: the short-row kernel, has_short_kernel)
+  static constexpr bool prefetch_state(bool /*verify*/, bool /*short_rows*/ = false) {
     return false;
   }
   /// GPU only (see the CUDA mapping).
   static constexpr bool shared_state_copy(bool /*verify*/) { return false; }
   /// GPU only (see the CUDA mapping).
-  static constexpr bool prefetch_l2_next(bool /*verify*/, bool /*short_window*/ = false) {
+  static constexpr bool prefetch_l2_next(bool /*verify*/, bool /*short_rows*/ = false) {
     return false;
   }
   /// Prefetch the next item's state into the cache (prefetch_line) during the
   /// last stage of the current one, spread over its sweeps (token_steps_fused).
   static constexpr bool prefetch_hint = GDN_HOST_PREFETCH != 0;
   /// GPU only (see the CUDA mapping).
-  static constexpr int prefetch_l2_max_len(bool /*verify*/, bool /*short_window*/ = false) {
+  static constexpr int prefetch_l2_max_len(bool /*verify*/, bool /*short_rows*/ = false) {
     return 0;
   }
   using schedule = Kokkos::Schedule<Kokkos::Dynamic>;
@@ -223,6 +228,9 @@ struct FoldMapping {
 #ifndef GDN_CUDA_SHORT_WINDOW_BF16
 #define GDN_CUDA_SHORT_WINDOW_BF16 2
 #endif
+#ifndef GDN_CUDA_MIN_TEAMS_BF16_DECODE
+#define GDN_CUDA_MIN_TEAMS_BF16_DECODE 3
+#endif
 #ifndef GDN_CUDA_PREFETCH_L2
 #define GDN_CUDA_PREFETCH_L2 2
 #endif
@@ -294,14 +302,21 @@ struct RecurrenceMapping<Kokkos::Cuda, StateT> {
   /// to 512, verify D64 3 -> 5 teams (float) 1 to 13 % faster, 4 -> 6
   /// (bf16) 3 to 9 % faster; the forward at Dk = 64 keeps 3 / 4 (more
   /// teams: decode 2 to 16 % slower, and bf16 spills at 6).
-  static constexpr int min_teams_per_sm(int dk, bool verify) {
+  /// The forward's decode kernel (short_rows: at most one token per row on
+  /// average, has_short_kernel) with a bf16 state at Dk = 128: 3 teams per
+  /// SM (152 registers; at 4 the forward's 128 spill 8 bytes). Same H200
+  /// call, medians of 3, B = 256, 4 -> 3 teams: T = 1 168.4 -> 159.3 us, but
+  /// T = 8 333.1 -> 360.6 us, hence a kernel of its own.
+  static constexpr int min_teams_per_sm(int dk, bool verify, bool short_rows = false) {
     if (verify && dk <= 64)
       return sizeof(StateT) == 2 ? GDN_CUDA_MIN_TEAMS_VERIFY_D64_BF16
                                  : GDN_CUDA_MIN_TEAMS_VERIFY_D64;
+    if (!verify && short_rows && has_short_kernel(dk, verify))
+      return GDN_CUDA_MIN_TEAMS_BF16_DECODE;
     return sizeof(StateT) == 2 ? GDN_CUDA_MIN_TEAMS_BF16 : GDN_CUDA_MIN_TEAMS;
   }
-  static constexpr int persistent_teams_per_sm(int dk, bool verify) {
-    return GDN_CUDA_PERSISTENT ? min_teams_per_sm(dk, verify) : 0;
+  static constexpr int persistent_teams_per_sm(int dk, bool verify, bool short_rows = false) {
+    return GDN_CUDA_PERSISTENT ? min_teams_per_sm(dk, verify, short_rows) : 0;
   }
   static constexpr bool warp_norms = GDN_CUDA_WARP_NORMS != 0;
   static constexpr bool warp_norms_verify =
@@ -317,9 +332,9 @@ struct RecurrenceMapping<Kokkos::Cuda, StateT> {
   /// 11 % faster, T <= 4 within 4 %). A bf16 verify without its buffer is
   /// faster for short windows and slower for long ones, so it has two
   /// kernels (short_window_max); the forward without it: slower.
-  static constexpr bool prefetch_state(bool verify, bool short_window = false) {
+  static constexpr bool prefetch_state(bool verify, bool short_rows = false) {
     return GDN_CUDA_PERSISTENT && GDN_CUDA_PREFETCH &&
-           (!verify || (sizeof(StateT) == 2 ? (!short_window && GDN_CUDA_PREFETCH_VERIFY_BF16)
+           (!verify || (sizeof(StateT) == 2 ? (!short_rows && GDN_CUDA_PREFETCH_VERIFY_BF16)
                                             : GDN_CUDA_PREFETCH_VERIFY));
   }
   /// Verify with a bf16 state and RING_LEN <= 2 (the ring's extent, known on
@@ -337,6 +352,15 @@ struct RecurrenceMapping<Kokkos::Cuda, StateT> {
                ? GDN_CUDA_SHORT_WINDOW_BF16
                : 0;
   }
+  /// A second kernel for short rows: verify windows of RING_LEN <=
+  /// short_window_max, and the forward with a bf16 state at Dk = 128 when
+  /// the call has at most one token per row (qkv.extent(0) <= B: a decode
+  /// step), both chosen on the host (launch.hpp).
+  static constexpr bool has_short_kernel(int dk, bool verify) {
+    return verify ? short_window_max(verify) > 0
+                  : sizeof(StateT) == 2 && dk == 128 &&
+                        GDN_CUDA_MIN_TEAMS_BF16_DECODE != GDN_CUDA_MIN_TEAMS_BF16;
+  }
   /// Persistent teams without prefetch_state: the next item's state tile is
   /// prefetched into L2 when the current item's last stage starts, and read
   /// from there straight into registers when the item starts. Another call,
@@ -344,9 +368,9 @@ struct RecurrenceMapping<Kokkos::Cuda, StateT> {
   /// 344.3 us; without the prefetch 172.2 / 170.5 / 219.8 / 346.9; prefetched
   /// after the stage's first sweep instead (later, so as not to compete with
   /// the current tile's loads) 183.0 / 189.3 / 221.2 / 350.0.
-  static constexpr bool prefetch_l2_next(bool verify, bool short_window = false) {
+  static constexpr bool prefetch_l2_next(bool verify, bool short_rows = false) {
     return GDN_CUDA_PERSISTENT && GDN_CUDA_PREFETCH_L2_NEXT != 0 &&
-           !prefetch_state(verify, short_window);
+           !prefetch_state(verify, short_rows);
   }
   // persistent teams prefetch the state (prefetch_state, prefetch_l2_next)
   static constexpr bool prefetch_hint = false;
@@ -356,8 +380,8 @@ struct RecurrenceMapping<Kokkos::Cuda, StateT> {
   /// copy started one short item later is served from L2. Same run, B = 256,
   /// always vs never: fwd bf16 T = 1 / 2 211 -> 188 / 215 -> 195 us, verify
   /// bf16 T = 2 168 -> 162 us; at T >= 4 it cost 2 to 5 %, hence the limit.
-  static constexpr int prefetch_l2_max_len(bool verify, bool short_window = false) {
-    return prefetch_state(verify, short_window) ? GDN_CUDA_PREFETCH_L2 : 0;
+  static constexpr int prefetch_l2_max_len(bool verify, bool short_rows = false) {
+    return prefetch_state(verify, short_rows) ? GDN_CUDA_PREFETCH_L2 : 0;
   }
   /// With prefetch_state, for a bf16 state and for the forward: the team
   /// copies the next state tile row by row (16-byte copies, whole 128-byte

@@ -43,7 +43,8 @@
 /// tile is prefetched into L2 when the current item's last stage starts and
 /// loaded from there straight into registers when its turn comes; verify with
 /// a bf16 state does the same when RING_LEN <= 2 (a second kernel,
-/// `ShortWindow`, chosen on the host: mapping.hpp, short_window_max). The state tile is
+/// `ShortRows`, chosen on the host: mapping.hpp, has_short_kernel; the
+/// forward's short-row kernel, a decode step, differs in teams per SM). The state tile is
 /// copied either by each thread for its own fragment, or (`shared_state_copy`:
 /// the forward, and verify's copy of a bf16 state) by the whole team in whole 128-byte rows
 /// into a swizzled tile (tile_chunk_offset), read after the stage's team
@@ -84,13 +85,13 @@
 namespace gdn {
 namespace Impl {
 
-template <class ExecSpace, class StateT, class RingT, int Dk, bool Verify, bool ShortWindow = false>
+template <class ExecSpace, class StateT, class RingT, int Dk, bool Verify, bool ShortRows = false>
 struct RecurrenceKernel {
   using Map = RecurrenceMapping<ExecSpace, StateT>;
   using MemSpace = typename ExecSpace::memory_space;
   /// Teams per SM (launch bound) and persistent teams (launch_teams) of this kernel.
-  static constexpr int kMinTeams = Map::min_teams_per_sm(Dk, Verify);
-  static constexpr int kPersistentTeams = Map::persistent_teams_per_sm(Dk, Verify);
+  static constexpr int kMinTeams = Map::min_teams_per_sm(Dk, Verify, ShortRows);
+  static constexpr int kPersistentTeams = Map::persistent_teams_per_sm(Dk, Verify, ShortRows);
   using Policy =
       Kokkos::TeamPolicy<ExecSpace, typename Map::schedule,
                          Kokkos::LaunchBounds<Map::team_threads * Map::row_lanes, kMinTeams>>;
@@ -106,10 +107,11 @@ struct RecurrenceKernel {
   static constexpr int kNormAcc = Map::norm_accumulators;
   static constexpr int kChunk = Map::chunk_tokens(Verify);
   /// The next item's state: copied into scratch during this one, or prefetched into L2.
-  /// ShortWindow: verify's kernel for RING_LEN <= Map::short_window_max (launch.hpp).
-  static constexpr bool kPrefetchState = Map::prefetch_state(Verify, ShortWindow);
-  static constexpr bool kPrefetchL2Next = Map::prefetch_l2_next(Verify, ShortWindow);
-  static constexpr int kPrefetchL2MaxLen = Map::prefetch_l2_max_len(Verify, ShortWindow);
+  /// ShortRows: the short-row kernel (verify with RING_LEN <= Map::short_window_max, a forward
+  /// decode step; Map::has_short_kernel, launch.hpp).
+  static constexpr bool kPrefetchState = Map::prefetch_state(Verify, ShortRows);
+  static constexpr bool kPrefetchL2Next = Map::prefetch_l2_next(Verify, ShortRows);
+  static constexpr int kPrefetchL2MaxLen = Map::prefetch_l2_max_len(Verify, ShortRows);
   static constexpr int kScalars = 4;                                   // decay, beta, qf, kinv
   static constexpr int kThreads = Map::team_threads * Map::row_lanes;  // threads per team
   static constexpr int kStride = Map::lane_stride;  // distance between a group's lanes in a vector
