@@ -271,7 +271,8 @@ struct FoldMapping {
 /// stages 8-token chunks (its 16 KiB state buffer leaves room), and so does
 /// verify with a float state (no state buffer), the forward with a float
 /// state 4. Persistent teams (as many as are resident, `min_teams_per_sm`
-/// per SM: 3 with a float state, 4 with bf16, the measured best) loop over the work
+/// per SM: 3 with a float state, 4 with bf16, 3 for a bf16 decode step at
+/// Dk = 128, the measured best) loop over the work
 /// items; while a team computes one item, the asynchronous copy of its next
 /// item's state tile into scratch is in flight (no registers held), so loads
 /// and arithmetic overlap within every team; verify with a float state

@@ -24,7 +24,8 @@
 /// runs of four rows, token_step.hpp) of columns
 /// `[cg*cols_per_lane, (cg+1)*cols_per_lane)` of the tile, in registers
 /// (CUDA: 8 lanes x 4 columns, 16x4 floats per lane at Dk = 128, 64-column
-/// tiles, 3 teams per SM for a float state and 4 for bf16, 8-token chunks
+/// tiles, 3 teams per SM for a float state and 4 for bf16 (3 in the bf16
+/// forward's decode kernel at Dk = 128; more in verify at Dk = 64), 8-token chunks
 /// except for the forward with a float state, 4; host: 1 lane x 64
 /// columns, vectorised over columns). The state is read once before an
 /// item's first token and written at most once after its last.
