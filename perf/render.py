@@ -125,6 +125,15 @@ def render(data):
     )
     out.append("")
 
+    reps = max((int(b.get("repetitions", 1)) for b in data.get("benchmarks", [])
+                if b.get("run_type") == "aggregate"), default=1)
+    if reps > 1:
+        out.append(
+            f"Each case was measured {reps} times (in random order when interleaved); "
+            "every column is the median of those measurements (Google Benchmark's median "
+            "aggregate; the JSON holds every repetition)."
+        )
+        out.append("")
     runs = select_runs(data.get("benchmarks", []))
     for kernel, title in KERNELS:
         cases = sorted(
