@@ -299,14 +299,9 @@ Timing time_calls(const Settings& s, const Call& call) {
     t.push_back(dt);
     total += dt;
   }
-  const auto median = [](std::vector<double>& v) {
-    std::sort(v.begin(), v.end());
-    const std::size_t n = v.size();
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-  };
   Timing r;
   r.median = median(t);
-  r.min = t.front();
+  r.min = *std::min_element(t.begin(), t.end());
   r.host = median(h);
   r.samples = static_cast<int>(t.size());
   return r;

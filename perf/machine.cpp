@@ -47,12 +47,6 @@ namespace {
 using Exec = Kokkos::DefaultExecutionSpace;
 using Mem = Exec::memory_space;
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const std::size_t n = v.size();
-  return n == 0 ? 0.0 : (n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]));
-}
-
 KOKKOS_INLINE_FUNCTION float fma_f(float a, float b, float c) {
 #if defined(__CUDA_ARCH__)
   return fmaf(a, b, c);
@@ -152,6 +146,12 @@ std::size_t copy_buffer_bytes(bool host) {
 }
 
 }  // namespace
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const std::size_t n = v.size();
+  return n == 0 ? 0.0 : (n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]));
+}
 
 double measure_copy_bw(bool host) {
   const std::size_t bytes = copy_buffer_bytes(host);

@@ -6,6 +6,7 @@
 // See bench_gdn.cpp for the method.
 
 #include <string>
+#include <vector>
 
 namespace gdn_bench {
 
@@ -28,6 +29,9 @@ struct Machine {
   double launch_host = 0;
   double cuda_launch_host = 0;
 };
+
+/// The median of `v` (the mean of the middle two for an even count; 0 when empty).
+double median(std::vector<double> v);
 
 /// Measure the default execution space's copy bandwidth and FP32 FMA peak.
 /// Needs Kokkos to be initialized; allocates and frees its own buffers.
