@@ -104,6 +104,8 @@ struct RecurrenceMapping {
   /// columns summed together (one 512-bit vector)
   static constexpr int col_block = GDN_HOST_COL_BLOCK;
   static constexpr int norm_accumulators = 16;  ///< partial sums for the q/k norms
+  /// GPU only (see the CUDA mapping): norms by quads of lanes (quad_sum_squares).
+  static constexpr bool quad_norms = false;
   /// tokens staged per team barrier (forward or verify)
   static constexpr int chunk_tokens(bool /*verify*/) { return 16; }
   /// Launch bound for head dimension `dk`, forward or verify (GPU only).
@@ -117,9 +119,10 @@ struct RecurrenceMapping {
                                                bool /*short_rows*/ = false) {
     return GDN_HOST_PERSISTENT;
   }
-  /// lane groups: norms per warp, not per team (forward)
-  static constexpr bool warp_norms = false;
-  static constexpr bool warp_norms_verify = false;  ///< the same for verify
+  /// GPU only (see the CUDA mapping): a stage's norms computed by every warp, not once per team.
+  static constexpr bool warp_norms(int /*dk*/, bool /*verify*/, bool /*short_rows*/ = false) {
+    return false;
+  }
   /// Verify with RING_LEN <= this runs its own kernel (0: none; GPU only).
   static constexpr int short_window_max(bool /*verify*/) { return 0; }
   /// Whether forward / verify at head dim `dk` has a short-row kernel (GPU only).
@@ -196,10 +199,13 @@ struct FoldMapping {
 #define GDN_CUDA_MIN_TEAMS_VERIFY_D64_BF16 6
 #endif
 #ifndef GDN_CUDA_WARP_NORMS
-#define GDN_CUDA_WARP_NORMS 0
+#define GDN_CUDA_WARP_NORMS 1
 #endif
 #ifndef GDN_CUDA_WARP_NORMS_BF16_VERIFY
 #define GDN_CUDA_WARP_NORMS_BF16_VERIFY 1
+#endif
+#ifndef GDN_CUDA_QUAD_NORMS
+#define GDN_CUDA_QUAD_NORMS 1
 #endif
 #ifndef GDN_CUDA_CHUNK_TOKENS
 #define GDN_CUDA_CHUNK_TOKENS 4
@@ -266,8 +272,8 @@ struct FoldMapping {
 /// quarter-warp loads two rows x 64 contiguous bytes of the state: whole
 /// 32-byte sectors (with lanes outermost, 8 rows x 16 bytes per quarter-warp,
 /// every sector was fetched twice; ncu, docs/performance.md).
-/// Verify with a bf16 state computes its norms per warp (`warp_norms_verify`:
-/// no team barrier, and no register spills at 4 teams per SM); a bf16 state
+/// Most kernels compute their norms per warp (`warp_norms`: no team
+/// barrier), by quads of lanes (`quad_norms`); a bf16 state
 /// stages 8-token chunks (its 16 KiB state buffer leaves room), and so does
 /// verify with a float state (no state buffer), the forward with a float
 /// state 4. Persistent teams (as many as are resident, `min_teams_per_sm`
@@ -287,7 +293,14 @@ struct RecurrenceMapping<Kokkos::Cuda, StateT> {
   static constexpr int team_size = team_threads * row_lanes / vector_length;
   static constexpr int row_accumulators = 1;
   static constexpr int col_block = GDN_CUDA_COLS_PER_LANE;  // no blocking
-  static constexpr int norm_accumulators = 4;
+  static constexpr int norm_accumulators = 4;               // lane-group norms (quad_norms off)
+  /// Norms by quads: 4 consecutive warp lanes per q or k vector, 8 vectors per
+  /// warp at once (quad_sum_squares, token_step.hpp), instead of one 8-lane
+  /// group per vector (lane_sum_squares), whose lanes sat 4 apart in the warp,
+  /// so that a quarter warp read the same banks of 4 vectors (ncu, verify
+  /// bf16 T = 4: those loads at 4 wavefronts where 1 would do, and the norm
+  /// code 18 % of the stall samples). GDN_CUDA_QUAD_NORMS = 0: lane groups.
+  static constexpr bool quad_norms = GDN_CUDA_QUAD_NORMS != 0;
   /// Tokens per stage. Chunk boundaries change no bit: a token's update and
   /// sums are the same operations in the same order whichever sweep of a
   /// stage applies them, so the forward and verify may stage differently
@@ -319,9 +332,26 @@ struct RecurrenceMapping<Kokkos::Cuda, StateT> {
   static constexpr int persistent_teams_per_sm(int dk, bool verify, bool short_rows = false) {
     return GDN_CUDA_PERSISTENT ? min_teams_per_sm(dk, verify, short_rows) : 0;
   }
-  static constexpr bool warp_norms = GDN_CUDA_WARP_NORMS != 0;
-  static constexpr bool warp_norms_verify =
-      sizeof(StateT) == 2 ? GDN_CUDA_WARP_NORMS_BF16_VERIFY != 0 : GDN_CUDA_WARP_NORMS != 0;
+  /// A stage's q and k norms: computed by every warp into its own slots, only
+  /// a warp sync before the token loop (true), or shared out over the team's
+  /// warps and published through a team barrier (false). Per warp for verify
+  /// with a bf16 state (GDN_CUDA_WARP_NORMS_BF16_VERIFY; no register spills
+  /// at 4 teams per SM) and, with GDN_CUDA_WARP_NORMS (default 1), for the
+  /// other kernels except the two where per-team measured faster. Same H200
+  /// call, medians of 3, quad norms per team vs per warp, B = 128 / 256 / 512:
+  /// verify float D128 T = 4 113.4 -> 109.1 / 211.2 -> 201.7 / 407.7 ->
+  /// 391.5 us (T = 8 2 %, T <= 2 within 1 %), fwd bf16 D128 T = 4 117.0 ->
+  /// 108.1 / 221.1 -> 204.7 / 428.6 -> 394.3 us, fwd float 0 to 7 % faster
+  /// in most cases; per team stays for verify float at Dk = 64 (T = 8 64.1 ->
+  /// 68.5 / 112.5 -> 120.0 / 212.3 -> 226.0 us per warp) and for the bf16
+  /// decode kernel (T = 1 86.3 -> 92.9 / 158.8 -> 173.2 / 301.0 -> 332.2 us
+  /// per warp). GDN_CUDA_WARP_NORMS = 0: per team except bf16 verify.
+  static constexpr bool warp_norms(int dk, bool verify, bool short_rows = false) {
+    if (verify && sizeof(StateT) == 2) return GDN_CUDA_WARP_NORMS_BF16_VERIFY != 0;
+    if (GDN_CUDA_WARP_NORMS == 0) return false;
+    if (verify) return dk > 64;
+    return !(short_rows && has_short_kernel(dk, verify));
+  }
   /// Copy the next item's state tile into scratch during the current item:
   /// the forward, and verify with a bf16 state. Verify with a float state
   /// does not (prefetch_l2_next instead): without the 32 KiB buffer its
@@ -523,6 +553,17 @@ KOKKOS_FORCEINLINE_FUNCTION void lane_group_sum(float (&v)[N]) {
 #else
   (void)v;
 #endif
+}
+
+/// Sum of `v` over the 4 consecutive warp lanes of this thread's quad (lanes
+/// 4q .. 4q+3; xor butterfly, every lane ends with the same bits). CUDA: every
+/// thread of the warp calls it together (full-warp mask). Host: `v`.
+KOKKOS_FORCEINLINE_FUNCTION float quad_sum(float v) {
+#if defined(__CUDA_ARCH__)
+  v += __shfl_xor_sync(kFullWarp, v, 1);
+  v += __shfl_xor_sync(kFullWarp, v, 2);
+#endif
+  return v;
 }
 
 /// The column of `C` whose group sum `lane_reduce_scatter` leaves in lane

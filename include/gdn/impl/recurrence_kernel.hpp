@@ -189,8 +189,14 @@ struct RecurrenceKernel {
   static constexpr bool kStageByToken = Verify || sizeof(StateT) == 4;
 
   /// Per-vector norms (lane groups only; see compute_stage).
-  static constexpr bool kWarpNorms =
-      kLaneFused && (Verify ? Map::warp_norms_verify : Map::warp_norms);
+  static constexpr bool kWarpNorms = kLaneFused && Map::warp_norms(Dk, Verify, ShortRows);
+  /// Norms by quads of lanes (the mapping's `quad_norms`; lane groups only).
+  static constexpr bool kQuadNorms = kLaneFused && Map::quad_norms;
+  static constexpr int kVecQuads = Map::vector_length / 4;  // quads per vector
+  /// Quads sharing a stage's norms: a vector's (warp_norms) or the team's.
+  static constexpr int kNormQuads = kWarpNorms ? kVecQuads : kVecQuads * Map::team_size;
+  static_assert(!kQuadNorms || Map::vector_length % 8 == 0,
+                "quad norms: vectors of whole quarter warps (GDN_CUDA_VECTOR >= 8)");
   /// Floats of the per-vector norm slots: qf and kinv of each token of a chunk, per vector.
   static constexpr int kNormFloats = kWarpNorms ? Map::team_size * 2 * kChunk : 0;
 
@@ -646,7 +652,32 @@ struct RecurrenceKernel {
     // arithmetic, one team barrier per stage fewer, fewer registers).
     float* const norms = kWarpNorms ? norm_base + team.team_rank() * (2 * kChunk) : buf.ssc + 2;
     constexpr int kNormTok = kWarpNorms ? 2 : kScalars;  // distance between two tokens' norms
-    if constexpr (kWarpNorms) {
+    if constexpr (kQuadNorms) {
+      // A quad (4 consecutive lanes) per task (quad_sum_squares): the vector's
+      // quads (warp_norms) or the team's. All lanes of a warp run the same
+      // rounds (full-warp shuffles): a warp runs a round if its first quad
+      // has a task, and a quad past the last task reads token 0 and stores
+      // nothing.
+      const int w = vector_index();
+      const int quad = kWarpNorms ? w / 4 : tid / 4;
+      const int warp_quad0 = kWarpNorms ? 0 : (tid & ~31) / 4;  // the first quad of this warp
+      for (int t0 = 0; t0 + warp_quad0 < 2 * nt; t0 += kNormQuads) {
+        const int task = t0 + quad;
+        const bool valid = task < 2 * nt;
+        const bool is_k = task % 2 != 0;
+        const int tt = valid ? task / 2 : 0;
+        const float ss =
+            quad_sum_squares<Dk>((is_k ? buf.sk : buf.sq) + tt * Dk, w % 4, (w / 4) % 2);
+        if (valid && w % 4 == 0) {
+          norms[tt * kNormTok + (is_k ? 1 : 0)] = norm_factor(ss, is_k ? 1.0f : m_q_scale);
+        }
+      }
+      if constexpr (kWarpNorms) {
+        vector_sync();
+      } else {
+        team.team_barrier();
+      }
+    } else if constexpr (kWarpNorms) {
       for (int task = cg % kStride; task < 2 * nt; task += kStride)
         norm_task(task, norms, kNormTok);
       vector_sync();

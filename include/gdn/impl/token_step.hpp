@@ -36,14 +36,18 @@ KOKKOS_FORCEINLINE_FUNCTION float delta_factor(float v, float kv, float beta, fl
   return (beta * fmaf(-kv, kinv, v)) * kinv;
 }
 
-/// 1 / sqrt(sum k^2 + 1e-6)
-KOKKOS_FORCEINLINE_FUNCTION float key_inv_norm(float sum_sq) {
-  return 1.0f / sqrtf(sum_sq + 1e-6f);
+/// num / sqrt(sum_sq + 1e-6): a key's inverse norm (num = 1) or a query's
+/// factor (num = 1/sqrt(Dk)); one correctly rounded square root and division.
+KOKKOS_FORCEINLINE_FUNCTION float norm_factor(float sum_sq, float num) {
+  return num / sqrtf(sum_sq + 1e-6f);
 }
+
+/// 1 / sqrt(sum k^2 + 1e-6)
+KOKKOS_FORCEINLINE_FUNCTION float key_inv_norm(float sum_sq) { return norm_factor(sum_sq, 1.0f); }
 
 /// (1/sqrt(Dk)) / sqrt(sum q^2 + 1e-6)
 KOKKOS_FORCEINLINE_FUNCTION float query_factor(float sum_sq, float q_scale) {
-  return q_scale / sqrtf(sum_sq + 1e-6f);
+  return norm_factor(sum_sq, q_scale);
 }
 
 /// \brief Which rows of a state column a lane owns, and where it finds them
@@ -117,6 +121,42 @@ KOKKOS_FORCEINLINE_FUNCTION float lane_sum_squares(const float* x) {
   float tot[1] = {acc[0][0]};
   lane_group_sum<Lanes, Stride>(tot);
   return tot[0];
+}
+
+/// \brief Sum of squares of the `Dk` floats at `x` (16-byte aligned, team
+/// scratch) by a quad: 4 consecutive warp lanes, lane `j` (0..3) of the quad
+/// summing the 16-byte chunks 4i + j, i < Dk/16, then quad_sum.
+///
+/// The order does not depend on `swz` or on which quad runs it, so every
+/// kernel of the backend gets the same bits for the same vector: a lane keeps
+/// 8 partial sums, acc[p][e] for element e of its chunks of parity p
+/// (chunks in increasing order), combines each set of 4 in a fixed tree and
+/// adds the two (commutative: the same bits either way round). `swz` (the
+/// quad's parity within its quarter warp) only swaps which parity a step
+/// loads: step i loads chunk 4*(i ^ swz) + j, so the two quads of a quarter
+/// warp read opposite 64-byte halves of a 128-byte line (vectors lie 512 or
+/// 256 bytes apart: without it they would hit the same banks).
+template <int Dk>
+KOKKOS_FORCEINLINE_FUNCTION float quad_sum_squares(const float* x, int j, int swz) {
+  static_assert(Dk % 32 == 0, "a quad reads pairs of 16-byte chunks per lane");
+  constexpr int kSteps = Dk / 16;                       // 16-byte chunks per lane
+  const float* const even = x + 4 * j + 16 * swz;       // even steps: chunk 4*(i+swz) + j
+  const float* const odd = x + 4 * j + 16 * (1 - swz);  // odd steps: chunk 4*(i-swz) + j
+  float acc[2][4];                                      // [step parity][element]
+  GDN_UNROLL
+  for (int e = 0; e < 4; ++e) acc[0][e] = acc[1][e] = 0.0f;
+  GDN_UNROLL
+  for (int i = 0; i < kSteps; ++i) {
+    float d[4];
+    load_scratch<4>((i % 2 == 0 ? even : odd) + 32 * (i / 2), d);
+    GDN_UNROLL
+    for (int e = 0; e < 4; ++e) acc[i % 2][e] = fmaf(d[e], d[e], acc[i % 2][e]);
+  }
+  float a[4][1] = {{acc[0][0]}, {acc[0][1]}, {acc[0][2]}, {acc[0][3]}};
+  float b[4][1] = {{acc[1][0]}, {acc[1][1]}, {acc[1][2]}, {acc[1][3]}};
+  combine_partials<4, 1>(a);
+  combine_partials<4, 1>(b);
+  return quad_sum(a[0][0] + b[0][0]);
 }
 
 /// Bytes of a cache line (the host prefetches line by line).
