@@ -21,10 +21,11 @@
 /// A new backend adds a specialisation here and nothing else.
 ///
 /// Reduction order: a lane sums its own rows in a fixed order, then the lane
-/// group is combined by xor shuffles (a butterfly for the norms, a
-/// reduce-scatter for the token loop's column sums). Floating-point addition
-/// is commutative, so every lane holding a result holds the same bits. The
-/// order depends only on the mapping, which forward and verify share.
+/// group is combined by xor shuffles (a reduce-scatter for the token loop's
+/// column sums; the norms: a butterfly over a quad of lanes, quad_sum, or
+/// over a lane group). Floating-point addition is commutative, so every lane
+/// holding a result holds the same bits. The order depends only on the
+/// mapping, which forward and verify share.
 
 #include <gdn/bf16.hpp>
 

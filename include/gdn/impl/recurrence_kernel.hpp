@@ -52,10 +52,11 @@
 /// barrier; the next tile is then copied over it after a second barrier
 /// (only when the stage both read a tile and is followed by a new item).
 /// A stage: wait for its copies, team barrier, start the next stage's
-/// copies, write the records' keys and decays (verify), compute the q and k norms (one lane
-/// group per norm: shared by the team's groups, then a team barrier; or,
-/// with the mapping's `warp_norms`, every warp computes all of them and only
-/// syncs itself), then the token loop. The next item's row offsets and slots
+/// copies, write the records' keys and decays (verify), compute the q and k norms (GPU: a
+/// quad of 4 consecutive lanes per norm, quad_sum_squares; with the mapping's
+/// `warp_norms` every warp computes all of them and only syncs itself,
+/// otherwise the team's quads share them out, then a team barrier; host:
+/// the one thread), then the token loop. The next item's row offsets and slots
 /// are read before the wait, so that their latency overlaps it. On the host
 /// (one-thread teams) the copies are plain ones, contiguous per token and
 /// input, and during an item's last stage the thread prefetches the state
