@@ -341,12 +341,13 @@ struct RecurrenceMapping<Kokkos::Cuda, StateT> {
   /// other kernels except the two where per-team measured faster. Same H200
   /// call, medians of 3, quad norms per team vs per warp, B = 128 / 256 / 512:
   /// verify float D128 T = 4 113.4 -> 109.1 / 211.2 -> 201.7 / 407.7 ->
-  /// 391.5 us (T = 8 2 %, T <= 2 within 1 %), fwd bf16 D128 T = 4 117.0 ->
-  /// 108.1 / 221.1 -> 204.7 / 428.6 -> 394.3 us, fwd float 0 to 7 % faster
-  /// in most cases; per team stays for verify float at Dk = 64 (T = 8 64.1 ->
-  /// 68.5 / 112.5 -> 120.0 / 212.3 -> 226.0 us per warp) and for the bf16
-  /// decode kernel (T = 1 86.3 -> 92.9 / 158.8 -> 173.2 / 301.0 -> 332.2 us
-  /// per warp). GDN_CUDA_WARP_NORMS = 0: per team except bf16 verify.
+  /// 391.5 us (T = 8 0 to 2 % faster, T <= 2 within 1.2 %), fwd bf16 D128
+  /// T = 4 117.0 -> 108.1 / 221.1 -> 204.7 / 428.6 -> 394.3 us, fwd float
+  /// from 5.5 % faster to 2.8 % slower (16 of 24 cases faster). Per team
+  /// stays for verify float at Dk = 64 (T = 8 64.1 -> 68.5 / 112.5 -> 120.0 /
+  /// 212.3 -> 226.0 us per warp) and for the bf16 decode kernel (T = 1 86.3
+  /// -> 92.9 / 158.8 -> 173.2 / 301.0 -> 332.2 us per warp).
+  /// GDN_CUDA_WARP_NORMS = 0: per team except bf16 verify.
   static constexpr bool warp_norms(int dk, bool verify, bool short_rows = false) {
     if (verify && sizeof(StateT) == 2) return GDN_CUDA_WARP_NORMS_BF16_VERIFY != 0;
     if (GDN_CUDA_WARP_NORMS == 0) return false;

@@ -128,14 +128,15 @@ KOKKOS_FORCEINLINE_FUNCTION float lane_sum_squares(const float* x) {
 /// summing the 16-byte chunks 4i + j, i < Dk/16, then quad_sum.
 ///
 /// The order does not depend on `swz` or on which quad runs it, so every
-/// kernel of the backend gets the same bits for the same vector: a lane keeps
-/// 8 partial sums, acc[p][e] for element e of its chunks of parity p
-/// (chunks in increasing order), combines each set of 4 in a fixed tree and
-/// adds the two (commutative: the same bits either way round). `swz` (the
-/// quad's parity within its quarter warp) only swaps which parity a step
-/// loads: step i loads chunk 4*(i ^ swz) + j, so the two quads of a quarter
-/// warp read opposite 64-byte halves of a 128-byte line (vectors lie 512 or
-/// 256 bytes apart: without it they would hit the same banks).
+/// kernel of the backend gets the same bits for the same vector. Step i
+/// loads chunk 4*(i ^ swz) + j, so the two quads of a quarter warp (`swz`,
+/// the quad's parity) read opposite 64-byte halves of a 128-byte line
+/// (vectors lie 512 or 256 bytes apart: without it they would hit the same
+/// banks). A lane keeps 8 partial sums, acc[s][e] for element e of the
+/// chunks it loads at steps of parity s: with swz = 0 the even chunks in
+/// acc[0], with swz = 1 in acc[1], in increasing order either way. Each set
+/// of 4 is combined in a fixed tree and the two results added: a + b and
+/// b + a are the same bits, so `swz` changes nothing in the sum.
 template <int Dk>
 KOKKOS_FORCEINLINE_FUNCTION float quad_sum_squares(const float* x, int j, int swz) {
   static_assert(Dk % 32 == 0, "a quad reads pairs of 16-byte chunks per lane");
