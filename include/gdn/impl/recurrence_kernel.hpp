@@ -673,15 +673,9 @@ struct RecurrenceKernel {
           norms[tt * kNormTok + (is_k ? 1 : 0)] = norm_factor(ss, is_k ? 1.0f : m_q_scale);
         }
       }
-      if constexpr (kWarpNorms) {
-        vector_sync();
-      } else {
-        team.team_barrier();
-      }
     } else if constexpr (kWarpNorms) {
       for (int task = cg % kStride; task < 2 * nt; task += kStride)
         norm_task(task, norms, kNormTok);
-      vector_sync();
     } else {
       // Task x*team_size + w goes to group x of vector w: the first tasks are spread over the
       // warps.
@@ -689,7 +683,11 @@ struct RecurrenceKernel {
            task += Map::team_threads) {
         norm_task(task, norms, kNormTok);
       }
-      team.team_barrier();
+    }
+    if constexpr (kWarpNorms) {
+      vector_sync();  // this vector's own norm slots
+    } else {
+      team.team_barrier();  // the staged scalars, written by the whole team
     }
     const long out_tok = static_cast<long>(m_out.stride(0));
     const long rec_stride = static_cast<long>(m_ring.stride(2));

@@ -132,32 +132,30 @@ KOKKOS_FORCEINLINE_FUNCTION float lane_sum_squares(const float* x) {
 /// loads chunk 4*(i ^ swz) + j, so the two quads of a quarter warp (`swz`,
 /// the quad's parity) read opposite 64-byte halves of a 128-byte line
 /// (vectors lie 512 or 256 bytes apart: without it they would hit the same
-/// banks). A lane keeps 8 partial sums, acc[s][e] for element e of the
+/// banks). A lane keeps 8 partial sums, acc[e][s] for element e of the
 /// chunks it loads at steps of parity s: with swz = 0 the even chunks in
-/// acc[0], with swz = 1 in acc[1], in increasing order either way. Each set
-/// of 4 is combined in a fixed tree and the two results added: a + b and
-/// b + a are the same bits, so `swz` changes nothing in the sum.
+/// acc[.][0], with swz = 1 in acc[.][1], in increasing order either way.
+/// Each set of 4 is combined in a fixed tree (combine_partials) and the two
+/// results added: a + b and b + a are the same bits, so `swz` changes
+/// nothing in the sum.
 template <int Dk>
 KOKKOS_FORCEINLINE_FUNCTION float quad_sum_squares(const float* x, int j, int swz) {
   static_assert(Dk % 32 == 0, "a quad reads pairs of 16-byte chunks per lane");
   constexpr int kSteps = Dk / 16;                       // 16-byte chunks per lane
   const float* const even = x + 4 * j + 16 * swz;       // even steps: chunk 4*(i+swz) + j
   const float* const odd = x + 4 * j + 16 * (1 - swz);  // odd steps: chunk 4*(i-swz) + j
-  float acc[2][4];                                      // [step parity][element]
+  float acc[4][2];                                      // [element][step parity]
   GDN_UNROLL
-  for (int e = 0; e < 4; ++e) acc[0][e] = acc[1][e] = 0.0f;
+  for (int e = 0; e < 4; ++e) acc[e][0] = acc[e][1] = 0.0f;
   GDN_UNROLL
   for (int i = 0; i < kSteps; ++i) {
     float d[4];
     load_scratch<4>((i % 2 == 0 ? even : odd) + 32 * (i / 2), d);
     GDN_UNROLL
-    for (int e = 0; e < 4; ++e) acc[i % 2][e] = fmaf(d[e], d[e], acc[i % 2][e]);
+    for (int e = 0; e < 4; ++e) acc[e][i % 2] = fmaf(d[e], d[e], acc[e][i % 2]);
   }
-  float a[4][1] = {{acc[0][0]}, {acc[0][1]}, {acc[0][2]}, {acc[0][3]}};
-  float b[4][1] = {{acc[1][0]}, {acc[1][1]}, {acc[1][2]}, {acc[1][3]}};
-  combine_partials<4, 1>(a);
-  combine_partials<4, 1>(b);
-  return quad_sum(a[0][0] + b[0][0]);
+  combine_partials<4, 2>(acc);
+  return quad_sum(acc[0][0] + acc[0][1]);
 }
 
 /// Bytes of a cache line (the host prefetches line by line).
