@@ -1,7 +1,10 @@
 // The GPU kernels' q/k norms (gdn::Impl::quad_sum_squares, token_step.hpp):
 // a quad of 4 lanes sums a vector's squares in an order that must not depend
 // on which quad runs it (its `swz`), or forward and verify, which hand the
-// same vector to different quads, would disagree in the last bit.
+// same vector to different quads, would disagree in the last bit. Kernels
+// that compute the norms where the inputs are staged use octets of 8 lanes
+// (octet_sum_squares), which must give the quads' bits: the forward with a
+// bf16 state uses quads, verify octets.
 #include "test_support.hpp"
 
 #include <gdn/impl/token_step.hpp>
@@ -47,6 +50,18 @@ float host_quad_sum(const float* x, int swz) {
   return (p[0] + p[1]) + (p[2] + p[3]);
 }
 
+// On the host pair_sum and quad_sum are the identity, so octet_sum_squares
+// returns lane o's own partial sum; combined as on the GPU (lane o ^ 4, then
+// the quad butterfly) the octet's sum.
+template <int Dk>
+float host_octet_sum(const float* x) {
+  float p[8];
+  for (int o = 0; o < 8; ++o) p[o] = gdn::Impl::octet_sum_squares<Dk>(x, o);
+  float v[4];
+  for (int j = 0; j < 4; ++j) v[j] = p[j] + p[j + 4];
+  return (v[0] + v[1]) + (v[2] + v[3]);
+}
+
 template <int Dk>
 void check_host() {
   alignas(16) float buf[kVectors * Dk];
@@ -61,10 +76,12 @@ void check_host() {
     }
     const double ref = sum_squares64(x, Dk);
     EXPECT_NEAR(host_quad_sum<Dk>(x, 0), ref, 1e-6 * ref) << "Dk=" << Dk << " vector " << k;
+    EXPECT_EQ(bits(host_octet_sum<Dk>(x)), bits(host_quad_sum<Dk>(x, 0)))
+        << "Dk=" << Dk << " vector " << k << ": octets and quads must give the same bits";
   }
 }
 
-TEST(QuadNorms, OrderIndependentOfSwizzleOnHost) {
+TEST(QuadNorms, OrderIndependentOfSwizzleAndSameAsOctetsOnHost) {
   check_host<64>();
   check_host<128>();
 }
@@ -84,6 +101,11 @@ void quad_sums_on_device(const Kokkos::View<const float**, Kokkos::LayoutRight, 
         for (int p = 0; p < 2; ++p) {
           out(p, w) = gdn::Impl::quad_sum_squares<Dk>(&x((q + p) % kVectors, 0), w % 4, q % 2);
         }
+        // Octets: in pass p octet c sums vector (4p + c + 1) % 8, so octets sum every vector.
+        for (int p = 0; p < 2; ++p) {
+          out(2 + p, w) =
+              gdn::Impl::octet_sum_squares<Dk>(&x((4 * p + w / 8 + 1) % kVectors, 0), w % 8);
+        }
       });
 }
 
@@ -91,7 +113,7 @@ template <int Dk>
 void check_device() {
   const auto v = random_vectors<Dk>(Dk + 1);
   Kokkos::View<float**, Kokkos::LayoutRight, Mem> x("x", kVectors, Dk);
-  Kokkos::View<float**, Kokkos::LayoutRight, Mem> out("out", 2, 32);
+  Kokkos::View<float**, Kokkos::LayoutRight, Mem> out("out", 4, 32);
   auto hx = Kokkos::create_mirror_view(x);
   for (int k = 0; k < kVectors; ++k)
     for (int i = 0; i < Dk; ++i) hx(k, i) = v[k * Dk + i];
@@ -106,6 +128,12 @@ void check_device() {
       EXPECT_EQ(bits(h(0, 4 * q0 + j)), bits(first)) << "Dk=" << Dk << " vector " << k;
       EXPECT_EQ(bits(h(1, 4 * q1 + j)), bits(first)) << "Dk=" << Dk << " vector " << k;
     }
+    // Octets: vector k in pass p = ((k + 7) % 8) / 4, octet (k + 7) % 4, all 8 of its lanes.
+    const int ko = (k + kVectors - 1) % kVectors;
+    for (int o = 0; o < 8; ++o) {
+      EXPECT_EQ(bits(h(2 + ko / 4, 8 * (ko % 4) + o)), bits(first))
+          << "Dk=" << Dk << " vector " << k << ": octet lane " << o << " differs from the quads";
+    }
     // The same operations as the host's lanes and butterfly: the same bits.
     EXPECT_EQ(bits(first), bits(host_quad_sum<Dk>(&v[k * Dk], 0)))
         << "Dk=" << Dk << " vector " << k;
@@ -114,7 +142,7 @@ void check_device() {
   }
 }
 
-TEST(QuadNorms, SameBitsOnEveryQuadOnTheExecutionSpace) {
+TEST(QuadNorms, SameBitsOnEveryQuadAndOctetOnTheExecutionSpace) {
   if constexpr (!std::is_same_v<ExecSpace, Kokkos::Cuda>) {
     GTEST_SKIP() << "quad norms run only in the GPU kernels";
   } else {

@@ -123,6 +123,7 @@ void launch_recurrence(const char* label, const ExecSpace& space, const HeadConf
     k.m_key_dim = cfg.key_dim();
     k.m_q_scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(Dk)));
     k.m_vec_inputs = in.qkv.stride(1) == 1 && in.qkv.stride(0) % 4 == 0 && aligned16(in.qkv.data());
+    k.m_staged_norms = k.m_vec_inputs && in.qkv.extent(0) >= 2 * slots.extent(0);
     const long long items =
         recurrence_league<ExecSpace, StateT>(cfg, slots.extent(0));  // <= INT_MAX (checked)
     k.m_items = static_cast<int>(items);

@@ -107,6 +107,8 @@ struct RecurrenceMapping {
   static constexpr int norm_accumulators = 16;  ///< partial sums for the q/k norms
   /// GPU only (see the CUDA mapping): norms by quads of lanes (quad_sum_squares).
   static constexpr bool quad_norms = false;
+  /// GPU only (see the CUDA mapping): each warp the norms of the tokens it staged.
+  static constexpr bool staged_norms(int /*dk*/) { return false; }
   /// tokens staged per team barrier (forward or verify)
   static constexpr int chunk_tokens(bool /*verify*/) { return 16; }
   /// Launch bound for head dimension `dk`, forward or verify (GPU only).
@@ -208,6 +210,9 @@ struct FoldMapping {
 #ifndef GDN_CUDA_QUAD_NORMS
 #define GDN_CUDA_QUAD_NORMS 1
 #endif
+#ifndef GDN_CUDA_STAGED_NORMS
+#define GDN_CUDA_STAGED_NORMS 1
+#endif
 #ifndef GDN_CUDA_CHUNK_TOKENS
 #define GDN_CUDA_CHUNK_TOKENS 4
 #endif
@@ -302,6 +307,20 @@ struct RecurrenceMapping<Kokkos::Cuda, StateT> {
   /// bf16 T = 4: those loads at 4 wavefronts where 1 would do, and the norm
   /// code 18 % of the stall samples). GDN_CUDA_QUAD_NORMS = 0: lane groups.
   static constexpr bool quad_norms = GDN_CUDA_QUAD_NORMS != 0;
+  /// Norms where the inputs are staged: with 16-byte staging copies by
+  /// token (RecurrenceKernel::issue_inputs_threads) every warp stages whole
+  /// k and q rows of its own tokens, so right after its own copies land (and
+  /// a warp sync) it computes those tokens' norms (octet_sum_squares: the
+  /// bits of quad_sum_squares), and the stage's team barrier, which is there
+  /// anyway, publishes them: no norm work repeated per warp and no barrier of
+  /// their own. GDN_CUDA_STAGED_NORMS: 0 off (the norms after the barrier,
+  /// warp_norms), 1 at Dk = 128 (at Dk = 64 the kernels' 80 and 96
+  /// registers spill 12 to 40 bytes with it), 2 at every Dk. Needs
+  /// quad_norms and 32-lane vectors.
+  static constexpr bool staged_norms(int dk) {
+    return quad_norms && vector_length == 32 &&
+           (GDN_CUDA_STAGED_NORMS >= 2 || (GDN_CUDA_STAGED_NORMS == 1 && dk > 64));
+  }
   /// Tokens per stage. Chunk boundaries change no bit: a token's update and
   /// sums are the same operations in the same order whichever sweep of a
   /// stage applies them, so the forward and verify may stage differently
@@ -557,16 +576,22 @@ KOKKOS_FORCEINLINE_FUNCTION void lane_group_sum(float (&v)[N]) {
 #endif
 }
 
-/// Sum of `v` over the 4 consecutive warp lanes of this thread's quad (lanes
-/// 4q .. 4q+3; xor butterfly, every lane ends with the same bits). CUDA: every
-/// thread of the warp calls it together (full-warp mask). Host: `v`.
-KOKKOS_FORCEINLINE_FUNCTION float quad_sum(float v) {
+/// `v` plus the `v` of warp lane (this lane ^ Offset): both lanes end with
+/// the same bits. CUDA: every thread of the warp calls it together
+/// (full-warp mask). Host: `v`.
+template <int Offset>
+KOKKOS_FORCEINLINE_FUNCTION float pair_sum(float v) {
 #if defined(__CUDA_ARCH__)
-  v += __shfl_xor_sync(kFullWarp, v, 1);
-  v += __shfl_xor_sync(kFullWarp, v, 2);
+  static_assert(Offset > 0 && Offset < 32, "a lane of the same warp");
+  v += __shfl_xor_sync(kFullWarp, v, Offset);
 #endif
   return v;
 }
+
+/// Sum of `v` over the 4 consecutive warp lanes of this thread's quad (lanes
+/// 4q .. 4q+3; xor butterfly, every lane ends with the same bits). CUDA: every
+/// thread of the warp calls it together (full-warp mask). Host: `v`.
+KOKKOS_FORCEINLINE_FUNCTION float quad_sum(float v) { return pair_sum<2>(pair_sum<1>(v)); }
 
 /// The column of `C` whose group sum `lane_reduce_scatter` leaves in lane
 /// `lane` of a group of `Lanes` (Lanes / C consecutive lanes per column).

@@ -150,6 +150,10 @@ struct RecurrenceKernel {
   int m_items = 0;  // B * nv * tiles_per_head()
   /// qkv channels contiguous and its rows 16-byte aligned: 16-byte staging copies (GPU teams).
   bool m_vec_inputs = false;
+  /// kStagedNorms in this call: 16-byte staging and at least two tokens per row on average
+  /// (launch.hpp). With one token per stage only one warp has norms to compute, and the
+  /// others wait for it at the stage's barrier: verify bf16 D128 T = 1 1.5 to 2.1 % slower.
+  bool m_staged_norms = false;
 
   /// Floats of the state prefetch buffer: one tile of the state, with kPrefetchState.
   static constexpr int kStateBufFloats =
@@ -189,7 +193,18 @@ struct RecurrenceKernel {
   /// / 406 -> 383 us, verify float T = 8 406 -> 394 us with it).
   static constexpr bool kStageByToken = Verify || sizeof(StateT) == 4;
 
-  /// Per-vector norms (lane groups only; see compute_stage).
+  /// 16-byte words of a staged k or q row (issue_inputs_threads).
+  static constexpr int kKqWords = Dk / 4;
+  /// The mapping's `staged_norms`: with 16-byte staging by token (m_vec_inputs
+  /// and kStageByToken) each warp computes the norms of the tokens whose k and
+  /// q rows it staged, before the stage's team barrier (staged_norms), when
+  /// the call has at least two tokens per row (m_staged_norms); otherwise
+  /// compute_stage computes them after it. Either way the same bits.
+  static constexpr bool kStagedNorms = kLaneFused && Map::staged_norms(Dk) && kStageByToken &&
+                                       kKqWords <= 32 && 32 % kKqWords == 0 && kThreads % 32 == 0 &&
+                                       kThreads / kKqWords <= kChunk;
+  /// Per-vector norms (lane groups only; see compute_stage): after the stage's barrier, when
+  /// kStagedNorms did not compute them before it.
   static constexpr bool kWarpNorms = kLaneFused && Map::warp_norms(Dk, Verify, ShortRows);
   /// Norms by quads of lanes (the mapping's `quad_norms`; lane groups only).
   static constexpr bool kQuadNorms = kLaneFused && Map::quad_norms;
@@ -500,7 +515,10 @@ struct RecurrenceKernel {
       // the wait, so that their latency overlaps it.
       const Stage nxt = next_stage(cur, it, stride);
       const Item nit = (nxt.item == cur.item || nxt.item < 0) ? it : Item(*this, nxt.item);
-      stage_wait();  // this thread's copies of the stage have landed
+      stage_wait();                  // this thread's copies of the stage have landed
+      if constexpr (kStagedNorms) {  // published by the barrier below
+        if (m_staged_norms) staged_norms(cur, it, ChunkBuf(chunks + nb * kChunkFloats), tid);
+      }
       if constexpr (!kSharedStateCopy) {
         if (cur.c0 == 0) {
           if constexpr (kPrefetchState) {
@@ -597,6 +615,42 @@ struct RecurrenceKernel {
     return state_fragment(g, lane, cg);
   }
 
+  /// The mapping's `staged_norms` (kStagedNorms with m_staged_norms): the query
+  /// factors and key inverse norms of the tokens of stage `st` whose k and q
+  /// rows this thread's warp staged (issue_inputs_threads: warp w, tokens
+  /// w * kPerWarp + d + m * kTokStep, d < kPerWarp), into the staged scalars
+  /// ([2], [3]), after this thread's copies landed (stage_wait) and before the
+  /// stage's team barrier, which publishes them. Octet `oct` (8 consecutive
+  /// lanes, octet_sum_squares) of the warp takes tasks oct, oct + 4, ...: task
+  /// 2n (query) and 2n + 1 (key) of own token n. Every lane of a warp runs
+  /// the same rounds (full-warp shuffles); an octet without a task reads its
+  /// warp's first token and stores nothing.
+  KOKKOS_INLINE_FUNCTION void staged_norms(const Stage& st, const Item& it, const ChunkBuf& buf,
+                                           int tid) const {
+    constexpr int kTokStep = kThreads / kKqWords;  // tokens per copy pass of the team
+    constexpr int kPerWarp = 32 / kKqWords;        // tokens per copy pass of a warp
+    constexpr int kOwn = kPerWarp * ((kChunk + kTokStep - 1) / kTokStep);  // own token slots
+    const int nt = (it.len - st.c0 < kChunk) ? (it.len - st.c0) : kChunk;
+    const unsigned ut = static_cast<unsigned>(tid);
+    const int first = static_cast<int>(ut / 32u) * kPerWarp;  // own token 0
+    vector_sync();  // the warp's copies (whole rows) visible to all of its lanes
+    const int oct = static_cast<int>((ut % 32u) / 8u);
+    const int o = static_cast<int>(ut % 8u);
+    GDN_UNROLL
+    for (int t0 = 0; t0 < 2 * kOwn; t0 += 4) {
+      const int task = t0 + oct;
+      const int n = task >> 1;
+      const bool is_k = (task & 1) != 0;
+      const int tt = first + n % kPerWarp + (n / kPerWarp) * kTokStep;
+      const bool valid = n < kOwn && tt < nt;
+      const float ss =
+          octet_sum_squares<Dk>((is_k ? buf.sk : buf.sq) + (valid ? tt : first) * Dk, o);
+      if (valid && o == 0) {
+        buf.ssc[tt * kScalars + (is_k ? 3 : 2)] = norm_factor(ss, is_k ? 1.0f : m_q_scale);
+      }
+    }
+  }
+
   /// Record writes, norms and the token loop of one staged chunk.
   KOKKOS_INLINE_FUNCTION void compute_stage(const Member& team, const Item& it, int c0,
                                             const ChunkBuf& buf, float* norm_base,
@@ -651,43 +705,50 @@ struct RecurrenceKernel {
     // stage's norms with its own groups into its own slots and only a warp
     // sync stands between the staged inputs and the token loop (4x the norm
     // arithmetic, one team barrier per stage fewer, fewer registers).
-    float* const norms = kWarpNorms ? norm_base + team.team_rank() * (2 * kChunk) : buf.ssc + 2;
+    // Or staged_norms computed them before the stage's barrier into the staged scalars
+    // (kStagedNorms with m_staged_norms).
+    const bool staged = kStagedNorms && m_staged_norms;
     constexpr int kNormTok = kWarpNorms ? 2 : kScalars;  // distance between two tokens' norms
-    if constexpr (kQuadNorms) {
-      // A quad (4 consecutive lanes) per task (quad_sum_squares): the vector's
-      // quads (warp_norms) or the team's. All lanes of a warp run the same
-      // rounds (full-warp shuffles): a warp runs a round if its first quad
-      // has a task, and a quad past the last task reads token 0 and stores
-      // nothing.
-      const int w = vector_index();
-      const int quad = kWarpNorms ? w / 4 : tid / 4;
-      const int warp_quad0 = kWarpNorms ? 0 : (tid & ~31) / 4;  // the first quad of this warp
-      for (int t0 = 0; t0 + warp_quad0 < 2 * nt; t0 += kNormQuads) {
-        const int task = t0 + quad;
-        const bool valid = task < 2 * nt;
-        const bool is_k = task % 2 != 0;
-        const int tt = valid ? task / 2 : 0;
-        const float ss =
-            quad_sum_squares<Dk>((is_k ? buf.sk : buf.sq) + tt * Dk, w % 4, (w / 4) % 2);
-        if (valid && w % 4 == 0) {
-          norms[tt * kNormTok + (is_k ? 1 : 0)] = norm_factor(ss, is_k ? 1.0f : m_q_scale);
+    float* const norms =
+        kWarpNorms && !staged ? norm_base + team.team_rank() * (2 * kChunk) : buf.ssc + 2;
+    const int norm_tok = kWarpNorms && !staged ? kNormTok : kScalars;
+    if (!staged) {
+      if constexpr (kQuadNorms) {
+        // A quad (4 consecutive lanes) per task (quad_sum_squares): the vector's
+        // quads (warp_norms) or the team's. All lanes of a warp run the same
+        // rounds (full-warp shuffles): a warp runs a round if its first quad
+        // has a task, and a quad past the last task reads token 0 and stores
+        // nothing.
+        const int w = vector_index();
+        const int quad = kWarpNorms ? w / 4 : tid / 4;
+        const int warp_quad0 = kWarpNorms ? 0 : (tid & ~31) / 4;  // the first quad of this warp
+        for (int t0 = 0; t0 + warp_quad0 < 2 * nt; t0 += kNormQuads) {
+          const int task = t0 + quad;
+          const bool valid = task < 2 * nt;
+          const bool is_k = task % 2 != 0;
+          const int tt = valid ? task / 2 : 0;
+          const float ss =
+              quad_sum_squares<Dk>((is_k ? buf.sk : buf.sq) + tt * Dk, w % 4, (w / 4) % 2);
+          if (valid && w % 4 == 0) {
+            norms[tt * kNormTok + (is_k ? 1 : 0)] = norm_factor(ss, is_k ? 1.0f : m_q_scale);
+          }
+        }
+      } else if constexpr (kWarpNorms) {
+        for (int task = cg % kStride; task < 2 * nt; task += kStride)
+          norm_task(task, norms, kNormTok);
+      } else {
+        // Task x*team_size + w goes to group x of vector w: the first tasks are spread over the
+        // warps.
+        for (int task = (cg % kStride) * Map::team_size + cg / kStride; task < 2 * nt;
+             task += Map::team_threads) {
+          norm_task(task, norms, kNormTok);
         }
       }
-    } else if constexpr (kWarpNorms) {
-      for (int task = cg % kStride; task < 2 * nt; task += kStride)
-        norm_task(task, norms, kNormTok);
-    } else {
-      // Task x*team_size + w goes to group x of vector w: the first tasks are spread over the
-      // warps.
-      for (int task = (cg % kStride) * Map::team_size + cg / kStride; task < 2 * nt;
-           task += Map::team_threads) {
-        norm_task(task, norms, kNormTok);
+      if constexpr (kWarpNorms) {
+        vector_sync();  // this vector's own norm slots
+      } else {
+        team.team_barrier();  // the staged scalars, written by the whole team
       }
-    }
-    if constexpr (kWarpNorms) {
-      vector_sync();  // this vector's own norm slots
-    } else {
-      team.team_barrier();  // the staged scalars, written by the whole team
     }
     const long out_tok = static_cast<long>(m_out.stride(0));
     const long rec_stride = static_cast<long>(m_ring.stride(2));
@@ -712,13 +773,13 @@ struct RecurrenceKernel {
       float oacc[1][kCols];
       float nacc[1][kCols];
       // Token tt's decay and beta (staged), its query factor and key inverse norm (this vector's
-      // norms).
+      // norms or the staged scalars).
       float db[2];
       float nm[2];
       auto load_scalars = [&](int tt) {
         if constexpr (kWarpNorms) {
           load_scratch<2>(buf.ssc + tt * kScalars, db);
-          load_scratch<2>(norms + kNormTok * tt, nm);
+          load_scratch<2>(norms + norm_tok * tt, nm);
         } else {  // all four staged together
           float sc[kScalars];
           load_scratch<kScalars>(buf.ssc + tt * kScalars, sc);

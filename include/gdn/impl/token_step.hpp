@@ -158,6 +158,35 @@ KOKKOS_FORCEINLINE_FUNCTION float quad_sum_squares(const float* x, int j, int sw
   return quad_sum(acc[0][0] + acc[0][1]);
 }
 
+/// \brief quad_sum_squares's sum by an octet: 8 consecutive warp lanes, lane
+/// `o` (0..7) of the octet reading 16-byte chunks o, o + 8, o + 16, ..., and
+/// the same bits.
+///
+/// Lane o = j + 4p does what quad lane j does for the chunks 4k + j of parity
+/// k % 2 = p (acc[.][p] there, with swz = 0): the same fma chains in the same
+/// order, combined over the elements in the same tree (combine_partials); the
+/// two parities are then added (pair_sum<4>: a + b and b + a are the same
+/// bits) and the quad's lanes j by quad_sum, as in quad_sum_squares. Half the
+/// loads and fmas per lane; each step an octet reads 128 contiguous bytes (no
+/// bank conflicts).
+template <int Dk>
+KOKKOS_FORCEINLINE_FUNCTION float octet_sum_squares(const float* x, int o) {
+  static_assert(Dk % 32 == 0, "an octet reads whole 128-byte lines");
+  constexpr int kSteps = Dk / 32;  // 16-byte chunks per lane
+  float acc[4][1];
+  GDN_UNROLL
+  for (int e = 0; e < 4; ++e) acc[e][0] = 0.0f;
+  GDN_UNROLL
+  for (int i = 0; i < kSteps; ++i) {
+    float d[4];
+    load_scratch<4>(x + 4 * o + 32 * i, d);  // chunk o + 8i = 4k + j, k = p + 2i
+    GDN_UNROLL
+    for (int e = 0; e < 4; ++e) acc[e][0] = fmaf(d[e], d[e], acc[e][0]);
+  }
+  combine_partials<4, 1>(acc);
+  return quad_sum(pair_sum<4>(acc[0][0]));
+}
+
 /// Bytes of a cache line (the host prefetches line by line).
 constexpr int kCacheLineBytes = 64;
 
