@@ -51,12 +51,15 @@
 /// into a swizzled tile (tile_chunk_offset), read after the stage's team
 /// barrier; the next tile is then copied over it after a second barrier
 /// (only when the stage both read a tile and is followed by a new item).
-/// A stage: wait for its copies, team barrier, start the next stage's
-/// copies, write the records' keys and decays (verify), compute the q and k norms (GPU: a
-/// quad of 4 consecutive lanes per norm, quad_sum_squares; with the mapping's
-/// `warp_norms` every warp computes all of them and only syncs itself,
-/// otherwise the team's quads share them out, then a team barrier; host:
-/// the one thread), then the token loop. The next item's row offsets and slots
+/// A stage: wait for its copies, (GPU, `staged_norms`: each warp computes
+/// the q and k norms of the tokens whose rows it staged, by octets of 8
+/// lanes, octet_sum_squares), team barrier, start the next stage's copies,
+/// write the records' keys and decays (verify), compute the q and k norms
+/// unless staged_norms did (GPU: a quad of 4 consecutive lanes per norm,
+/// quad_sum_squares, the octets' bits; with the mapping's `warp_norms`
+/// every warp computes all of them and only syncs itself, otherwise the
+/// team's quads share them out, then a team barrier; host: the one
+/// thread), then the token loop. The next item's row offsets and slots
 /// are read before the wait, so that their latency overlaps it. On the host
 /// (one-thread teams) the copies are plain ones, contiguous per token and
 /// input, and during an item's last stage the thread prefetches the state
