@@ -198,6 +198,10 @@ struct RecurrenceKernel {
 
   /// 16-byte words of a staged k or q row (issue_inputs_threads).
   static constexpr int kKqWords = Dk / 4;
+  /// 16-byte staging by token (issue_inputs_threads): tokens whose k and q rows one pass of
+  /// the team copies (thread tid: word tid % kKqWords of token tid / kKqWords), and passes.
+  static constexpr int kKqTokStep = kThreads / kKqWords;
+  static constexpr int kKqPasses = (kChunk + kKqTokStep - 1) / kKqTokStep;
   /// The mapping's `staged_norms`: with 16-byte staging by token (m_vec_inputs
   /// and kStageByToken) each warp computes the norms of the tokens whose k and
   /// q rows it staged, before the stage's team barrier (staged_norms), when
@@ -205,7 +209,7 @@ struct RecurrenceKernel {
   /// compute_stage computes them after it. Either way the same bits.
   static constexpr bool kStagedNorms = kLaneFused && Map::staged_norms(Dk) && kStageByToken &&
                                        kKqWords <= 32 && 32 % kKqWords == 0 && kThreads % 32 == 0 &&
-                                       kThreads / kKqWords <= kChunk;
+                                       kKqTokStep <= kChunk;
   /// Per-vector norms (lane groups only; see compute_stage): after the stage's barrier, when
   /// kStagedNorms did not compute them before it.
   static constexpr bool kWarpNorms = kLaneFused && Map::warp_norms(Dk, Verify, ShortRows);
@@ -268,6 +272,11 @@ struct RecurrenceKernel {
           slot(k.m_slots(b)),
           ring_row(Verify ? k.m_ring_slots(b) : 0u) {}
   };
+
+  /// Tokens of the stage of item `it` that starts at token c0 of its row.
+  KOKKOS_INLINE_FUNCTION static int stage_tokens(const Item& it, int c0) {
+    return (it.len - c0 < kChunk) ? (it.len - c0) : kChunk;
+  }
 
   /// The sequence of work item `item` (items: sequence, then head, then tile).
   KOKKOS_INLINE_FUNCTION int sequence_of(int item) const {
@@ -382,7 +391,7 @@ struct RecurrenceKernel {
   /// Start this thread's copies of a stage's inputs into scratch.
   KOKKOS_INLINE_FUNCTION void issue_inputs(const Stage& st, const Item& it, const ChunkBuf& buf,
                                            int tid) const {
-    const int nt = (it.len - st.c0 < kChunk) ? (it.len - st.c0) : kChunk;
+    const int nt = stage_tokens(it, st.c0);
     const std::uint32_t tok0 = it.t_begin + static_cast<std::uint32_t>(st.c0);
     const long q_base = static_cast<long>(it.kh) * Dk;
     const long k_base = m_key_dim + q_base;
@@ -418,7 +427,7 @@ struct RecurrenceKernel {
                                                    long q_base, long k_base, long v_base,
                                                    long x_tok, long x_chan, const Item& it,
                                                    const ChunkBuf& buf, int tid) const {
-    constexpr int kWords = Dk / 4;  // 16-byte words of a k or q row
+    constexpr int kWords = kKqWords;  // 16-byte words of a k or q row
     static_assert(kThreads % kWords == 0, "a team copies whole 16-byte rows of k and q");
     constexpr int kVWords = kTeamCols / 4;  // 16-byte words of the tile's v row
     static_assert(kThreads % kVWords == 0, "a team copies whole 16-byte rows of v");
@@ -426,12 +435,12 @@ struct RecurrenceKernel {
       // Thread tid copies word tid % kWords of the k and q rows of tokens
       // tid / kWords, + kTokStep, ... and word tid % kVWords of the v rows
       // of tokens tid / kVWords, + kVStep, ... (fixed trip counts, unrolled).
-      constexpr int kTokStep = kThreads / kWords;
+      constexpr int kTokStep = kKqTokStep;
       const int w = tid % kWords;
       const int t0 = tid / kWords;
       const float* const xt0 = x0 + t0 * x_tok + 4 * w;
       GDN_UNROLL
-      for (int m = 0; m < (kChunk + kTokStep - 1) / kTokStep; ++m) {
+      for (int m = 0; m < kKqPasses; ++m) {
         const int tt = t0 + m * kTokStep;
         if (tt < nt) {
           const float* const xt = xt0 + m * kTokStep * x_tok;
@@ -630,10 +639,10 @@ struct RecurrenceKernel {
   /// warp's first token and stores nothing.
   KOKKOS_INLINE_FUNCTION void staged_norms(const Stage& st, const Item& it, const ChunkBuf& buf,
                                            int tid) const {
-    constexpr int kTokStep = kThreads / kKqWords;  // tokens per copy pass of the team
-    constexpr int kPerWarp = 32 / kKqWords;        // tokens per copy pass of a warp
-    constexpr int kOwn = kPerWarp * ((kChunk + kTokStep - 1) / kTokStep);  // own token slots
-    const int nt = (it.len - st.c0 < kChunk) ? (it.len - st.c0) : kChunk;
+    constexpr int kTokStep = kKqTokStep;
+    constexpr int kPerWarp = 32 / kKqWords;     // tokens per copy pass of a warp
+    constexpr int kOwn = kPerWarp * kKqPasses;  // own token slots
+    const int nt = stage_tokens(it, st.c0);
     const unsigned ut = static_cast<unsigned>(tid);
     const int first = static_cast<int>(ut / 32u) * kPerWarp;  // own token 0
     vector_sync();  // the warp's copies (whole rows) visible to all of its lanes
@@ -659,7 +668,7 @@ struct RecurrenceKernel {
                                             const ChunkBuf& buf, float* norm_base,
                                             float (&s)[kRows][kCols], int lane, int cg, int tid,
                                             const StateT* prefetch) const {
-    const int nt = (it.len - c0 < kChunk) ? (it.len - c0) : kChunk;
+    const int nt = stage_tokens(it, c0);
     const bool record = Verify && it.len <= m_ring_len;
     const std::uint32_t ring_row = it.ring_row;
     const int col0 = it.tile * kTeamCols + cg * kCols;  // first state column of this lane
