@@ -105,8 +105,6 @@ struct RecurrenceMapping {
   /// columns summed together (one 512-bit vector)
   static constexpr int col_block = GDN_HOST_COL_BLOCK;
   static constexpr int norm_accumulators = 16;  ///< partial sums for the q/k norms
-  /// GPU only (see the CUDA mapping): norms by quads of lanes (quad_sum_squares).
-  static constexpr bool quad_norms = false;
   /// GPU only (see the CUDA mapping): each warp the norms of the tokens it staged.
   static constexpr bool staged_norms(int /*dk*/) { return false; }
   /// tokens staged per team barrier (forward or verify)
@@ -207,9 +205,6 @@ struct FoldMapping {
 #ifndef GDN_CUDA_WARP_NORMS_BF16_VERIFY
 #define GDN_CUDA_WARP_NORMS_BF16_VERIFY 1
 #endif
-#ifndef GDN_CUDA_QUAD_NORMS
-#define GDN_CUDA_QUAD_NORMS 1
-#endif
 #ifndef GDN_CUDA_STAGED_NORMS
 #define GDN_CUDA_STAGED_NORMS 1
 #endif
@@ -279,7 +274,7 @@ struct FoldMapping {
 /// 32-byte sectors (with lanes outermost, 8 rows x 16 bytes per quarter-warp,
 /// every sector was fetched twice; ncu, docs/performance.md).
 /// Most kernels compute their norms per warp (`warp_norms`: no team
-/// barrier), by quads of lanes (`quad_norms`); a bf16 state
+/// barrier), by quads of lanes (quad_sum_squares); a bf16 state
 /// stages 8-token chunks (its 16 KiB state buffer leaves room), and so does
 /// verify with a float state (no state buffer), the forward with a float
 /// state 4. Persistent teams (as many as are resident, `min_teams_per_sm`
@@ -299,14 +294,14 @@ struct RecurrenceMapping<Kokkos::Cuda, StateT> {
   static constexpr int team_size = team_threads * row_lanes / vector_length;
   static constexpr int row_accumulators = 1;
   static constexpr int col_block = GDN_CUDA_COLS_PER_LANE;  // no blocking
-  static constexpr int norm_accumulators = 4;               // lane-group norms (quad_norms off)
-  /// Norms by quads: 4 consecutive warp lanes per q or k vector, 8 vectors per
-  /// warp at once (quad_sum_squares, token_step.hpp), instead of one 8-lane
-  /// group per vector (lane_sum_squares), whose lanes sat 4 apart in the warp,
-  /// so that a quarter warp read the same banks of 4 vectors (ncu, verify
-  /// bf16 T = 4: those loads at 4 wavefronts where 1 would do, and the norm
-  /// code 18 % of the stall samples). GDN_CUDA_QUAD_NORMS = 0: lane groups.
-  static constexpr bool quad_norms = GDN_CUDA_QUAD_NORMS != 0;
+  /// Partial sums of a one-lane group's norms (GDN_CUDA_ROW_LANES = 1 only:
+  /// lane groups compute their norms by quads, 4 consecutive warp lanes per
+  /// q or k vector, 8 vectors per warp at once, quad_sum_squares in
+  /// token_step.hpp; one 8-lane group per vector, whose lanes sat 4 apart in
+  /// the warp, had a quarter warp read the same banks of 4 vectors: ncu,
+  /// verify bf16 T = 4, those loads at 4 wavefronts where 1 would do, and
+  /// the norm code 18 % of the stall samples).
+  static constexpr int norm_accumulators = 4;
   /// Norms where the inputs are staged: with 16-byte staging copies by
   /// token (RecurrenceKernel::issue_inputs_threads) every warp stages whole
   /// k and q rows of its own tokens, so right after its own copies land (and
@@ -316,9 +311,9 @@ struct RecurrenceMapping<Kokkos::Cuda, StateT> {
   /// their own. GDN_CUDA_STAGED_NORMS: 0 off (the norms after the barrier,
   /// warp_norms), 1 at Dk = 128 (at Dk = 64 the kernels' 80 and 96
   /// registers spill 12 to 40 bytes with it), 2 at every Dk. Needs
-  /// quad_norms and 32-lane vectors.
+  /// 32-lane vectors.
   static constexpr bool staged_norms(int dk) {
-    return quad_norms && vector_length == 32 &&
+    return vector_length == 32 &&
            (GDN_CUDA_STAGED_NORMS >= 2 || (GDN_CUDA_STAGED_NORMS == 1 && dk > 64));
   }
   /// Tokens per stage. Chunk boundaries change no bit: a token's update and

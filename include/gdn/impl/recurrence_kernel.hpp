@@ -213,8 +213,8 @@ struct RecurrenceKernel {
   /// Per-vector norms (lane groups only; see compute_stage): after the stage's barrier, when
   /// kStagedNorms did not compute them before it.
   static constexpr bool kWarpNorms = kLaneFused && Map::warp_norms(Dk, Verify, ShortRows);
-  /// Norms by quads of lanes (the mapping's `quad_norms`; lane groups only).
-  static constexpr bool kQuadNorms = kLaneFused && Map::quad_norms;
+  /// Norms by quads of lanes (quad_sum_squares), where there are lane groups.
+  static constexpr bool kQuadNorms = kLaneFused;
   static constexpr int kVecQuads = Map::vector_length / 4;  // quads per vector
   /// Quads sharing a stage's norms: a vector's (warp_norms) or the team's.
   static constexpr int kNormQuads = kWarpNorms ? kVecQuads : kVecQuads * Map::team_size;
@@ -701,24 +701,16 @@ struct RecurrenceKernel {
       }
     }
     // Norms: 2*nt sums of squares (task 2*tt: q of token tt, 2*tt + 1: its
-    // k), one lane group per task; the lane group's first lane stores the
-    // query factor / key inverse norm at dst[tt * norm_tok + 0 / 1].
-    auto norm_task = [&](int task, float* dst, int norm_tok) {
-      const int tt = task / 2;
-      const bool is_k = task % 2 != 0;
-      const float ss =
-          lane_sum_squares<kRows, kLanes, kNormAcc, kStride>((is_k ? k_lane : q_lane) + tt * Dk);
-      if (lane == 0)
-        dst[tt * norm_tok + (is_k ? 1 : 0)] = is_k ? key_inv_norm(ss) : query_factor(ss, m_q_scale);
-    };
-    // Either the team's lane groups share the tasks and store into the
-    // staged scalars (qf, kinv at [2], [3]), then a team barrier; or, with
-    // `warp_norms` (mapping.hpp), every vector (warp) computes all of the
-    // stage's norms with its own groups into its own slots and only a warp
-    // sync stands between the staged inputs and the token loop (4x the norm
-    // arithmetic, one team barrier per stage fewer, fewer registers).
-    // Or staged_norms computed them before the stage's barrier into the staged scalars
-    // (kStagedNorms with m_staged_norms).
+    // k), stored as the query factor / key inverse norm at
+    // norms[tt * norm_tok + 0 / 1]. Either staged_norms computed them before
+    // the stage's barrier into the staged scalars (kStagedNorms with
+    // m_staged_norms); or (GPU lane groups) quads of lanes compute them here:
+    // the team's quads, storing into the staged scalars (qf, kinv at [2],
+    // [3]), then a team barrier, or, with `warp_norms` (mapping.hpp), every
+    // vector (warp) all of the stage's norms into its own slots, and only a
+    // warp sync stands between the staged inputs and the token loop (4x the
+    // norm arithmetic, one team barrier per stage fewer, fewer registers); or
+    // (one-lane groups: the host) the team's groups share the tasks.
     const bool staged = kStagedNorms && m_staged_norms;
     constexpr int kNormTok = kWarpNorms ? 2 : kScalars;  // distance between two tokens' norms
     float* const norms =
@@ -745,15 +737,18 @@ struct RecurrenceKernel {
             norms[tt * kNormTok + (is_k ? 1 : 0)] = norm_factor(ss, is_k ? 1.0f : m_q_scale);
           }
         }
-      } else if constexpr (kWarpNorms) {
-        for (int task = cg % kStride; task < 2 * nt; task += kStride)
-          norm_task(task, norms, kNormTok);
       } else {
+        static_assert(kLanes == 1 && !kWarpNorms, "lane groups compute their norms by quads");
         // Task x*team_size + w goes to group x of vector w: the first tasks are spread over the
-        // warps.
+        // warps. A group is one lane: it sums its staged rows (natural order) and stores.
         for (int task = (cg % kStride) * Map::team_size + cg / kStride; task < 2 * nt;
              task += Map::team_threads) {
-          norm_task(task, norms, kNormTok);
+          const int tt = task / 2;
+          const bool is_k = task % 2 != 0;
+          const float ss = lane_sum_squares<kRows, kLanes, kNormAcc, kStride>(
+              (is_k ? k_lane : q_lane) + tt * Dk);
+          norms[tt * kNormTok + (is_k ? 1 : 0)] =
+              is_k ? key_inv_norm(ss) : query_factor(ss, m_q_scale);
         }
       }
       if constexpr (kWarpNorms) {
