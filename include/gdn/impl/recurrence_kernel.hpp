@@ -213,12 +213,10 @@ struct RecurrenceKernel {
   /// Per-vector norms (lane groups only; see compute_stage): after the stage's barrier, when
   /// kStagedNorms did not compute them before it.
   static constexpr bool kWarpNorms = kLaneFused && Map::warp_norms(Dk, Verify, ShortRows);
-  /// Norms by quads of lanes (quad_sum_squares), where there are lane groups.
-  static constexpr bool kQuadNorms = kLaneFused;
   static constexpr int kVecQuads = Map::vector_length / 4;  // quads per vector
   /// Quads sharing a stage's norms: a vector's (warp_norms) or the team's.
   static constexpr int kNormQuads = kWarpNorms ? kVecQuads : kVecQuads * Map::team_size;
-  static_assert(!kQuadNorms || Map::vector_length % 8 == 0,
+  static_assert(!kLaneFused || Map::vector_length % 8 == 0,
                 "quad norms: vectors of whole quarter warps (GDN_CUDA_VECTOR >= 8)");
   /// Floats of the per-vector norm slots: qf and kinv of each token of a chunk, per vector.
   static constexpr int kNormFloats = kWarpNorms ? Map::team_size * 2 * kChunk : 0;
@@ -730,7 +728,7 @@ struct RecurrenceKernel {
         kWarpNorms && !staged ? norm_base + team.team_rank() * (2 * kChunk) : buf.ssc + 2;
     const int norm_tok = kWarpNorms && !staged ? kNormTok : kScalars;
     if (!staged) {
-      if constexpr (kQuadNorms) {
+      if constexpr (kLaneFused) {  // lane groups: by quads of lanes
         // A quad (4 consecutive lanes) per task (quad_sum_squares): the vector's
         // quads (warp_norms) or the team's. All lanes of a warp run the same
         // rounds (full-warp shuffles): a warp runs a round if its first quad
@@ -751,7 +749,6 @@ struct RecurrenceKernel {
           }
         }
       } else {
-        static_assert(kLanes == 1 && !kWarpNorms, "lane groups compute their norms by quads");
         // Task x*team_size + w goes to group x of vector w: the first tasks are spread over the
         // warps.
         for (int task = (cg % kStride) * Map::team_size + cg / kStride; task < 2 * nt;
