@@ -128,8 +128,8 @@ void launch_recurrence(const char* label, const ExecSpace& space, const HeadConf
         recurrence_league<ExecSpace, StateT>(cfg, slots.extent(0));  // <= INT_MAX (checked)
     k.m_items = static_cast<int>(items);
     const long long league = launch_teams(space, items, Kernel::kPersistentTeams,
-                                          team_shmem_bytes<Kernel>(Kernel::Map::team_size));
-    launch_team_kernel(label, space, league, Kernel::Map::team_size, Kernel::Map::vector_length, k);
+                                          team_shmem_bytes<Kernel>(Kernel::kTeamSize));
+    launch_team_kernel(label, space, league, Kernel::kTeamSize, Kernel::Map::vector_length, k);
   };
   // Short rows may have a kernel of their own (Map::has_short_kernel): verify
   // windows of RING_LEN <= short_window_max, a forward with at most one token

@@ -94,12 +94,15 @@ namespace Impl {
 /// the compiler vectorises.
 template <class ExecSpace, class StateT = float>
 struct RecurrenceMapping {
-  static constexpr int row_lanes = 1;  ///< lanes splitting one column's rows
+  /// lanes splitting one column's rows (at head dim `dk`)
+  static constexpr int row_lanes(int /*dk*/) { return 1; }
   static constexpr int cols_per_lane = GDN_HOST_COLS_PER_LANE;  ///< columns one lane owns
   static constexpr int team_threads = 1;                        ///< lane groups per team
   static constexpr int vector_length = 1;  ///< Kokkos vector length (threads of one vector)
-  static constexpr int lane_stride = 1;    ///< distance between the lanes of one group in a vector
-  static constexpr int team_size = 1;      ///< Kokkos team size (vectors per team)
+  /// distance between the lanes of one group in a vector
+  static constexpr int lane_stride(int /*dk*/) { return 1; }
+  /// Kokkos team size (vectors per team)
+  static constexpr int team_size(int /*dk*/) { return 1; }
   /// independent partial sums per column (ILP)
   static constexpr int row_accumulators = GDN_HOST_ROW_ACC;
   /// columns summed together (one 512-bit vector)
@@ -134,7 +137,7 @@ struct RecurrenceMapping {
     return false;
   }
   /// GPU only (see the CUDA mapping).
-  static constexpr bool shared_state_copy(bool /*verify*/) { return false; }
+  static constexpr bool shared_state_copy(int /*dk*/, bool /*verify*/) { return false; }
   /// GPU only (see the CUDA mapping).
   static constexpr bool prefetch_l2_next(bool /*verify*/, bool /*short_rows*/ = false) {
     return false;
@@ -178,6 +181,12 @@ struct FoldMapping {
 #ifndef GDN_CUDA_ROW_LANES
 #define GDN_CUDA_ROW_LANES 8
 #endif
+#ifndef GDN_CUDA_ROW_LANES_D64
+#define GDN_CUDA_ROW_LANES_D64 4
+#endif
+#ifndef GDN_CUDA_ROW_LANES_D64_BF16
+#define GDN_CUDA_ROW_LANES_D64_BF16 4
+#endif
 #ifndef GDN_CUDA_VECTOR
 #define GDN_CUDA_VECTOR 32
 #endif
@@ -193,11 +202,19 @@ struct FoldMapping {
 #ifndef GDN_CUDA_MIN_TEAMS_BF16
 #define GDN_CUDA_MIN_TEAMS_BF16 4
 #endif
+// At Dk = 64 the defaults follow the row lanes: 8 lanes, teams of 128
+// threads (the mapping before 4 lanes); 4 lanes, teams of 64 threads.
+#ifndef GDN_CUDA_MIN_TEAMS_D64
+#define GDN_CUDA_MIN_TEAMS_D64 (GDN_CUDA_ROW_LANES_D64 >= 8 ? 3 : 6)
+#endif
+#ifndef GDN_CUDA_MIN_TEAMS_D64_BF16
+#define GDN_CUDA_MIN_TEAMS_D64_BF16 (GDN_CUDA_ROW_LANES_D64_BF16 >= 8 ? 4 : 8)
+#endif
 #ifndef GDN_CUDA_MIN_TEAMS_VERIFY_D64
-#define GDN_CUDA_MIN_TEAMS_VERIFY_D64 5
+#define GDN_CUDA_MIN_TEAMS_VERIFY_D64 (GDN_CUDA_ROW_LANES_D64 >= 8 ? 5 : 6)
 #endif
 #ifndef GDN_CUDA_MIN_TEAMS_VERIFY_D64_BF16
-#define GDN_CUDA_MIN_TEAMS_VERIFY_D64_BF16 6
+#define GDN_CUDA_MIN_TEAMS_VERIFY_D64_BF16 (GDN_CUDA_ROW_LANES_D64_BF16 >= 8 ? 6 : 8)
 #endif
 #ifndef GDN_CUDA_WARP_NORMS
 #define GDN_CUDA_WARP_NORMS 1
@@ -272,7 +289,10 @@ struct FoldMapping {
 /// groups are interleaved (warp lane w: row lane w / 4, group w % 4), so each
 /// quarter-warp loads two rows x 64 contiguous bytes of the state: whole
 /// 32-byte sectors (with lanes outermost, 8 rows x 16 bytes per quarter-warp,
-/// every sector was fetched twice; ncu, docs/performance.md).
+/// every sector was fetched twice; ncu, docs/performance.md). At Dk = 64,
+/// 4 x 4 (`row_lanes`): a lane holds 16 x 4 values as at Dk = 128, a warp
+/// covers 32 columns (warp lane w: row lane w / 8, group w % 8), and a team
+/// of 16 groups (64 threads) the whole head.
 /// Most kernels compute their norms per warp (`warp_norms`: no team
 /// barrier), by quads of lanes (quad_sum_squares); a bf16 state
 /// stages 8-token chunks (its 16 KiB state buffer leaves room), and so does
@@ -286,12 +306,31 @@ struct FoldMapping {
 /// prefetches that tile into L2 instead (prefetch_state, prefetch_l2_next).
 template <class StateT>
 struct RecurrenceMapping<Kokkos::Cuda, StateT> {
-  static constexpr int row_lanes = GDN_CUDA_ROW_LANES;
+  /// Lanes splitting one column's rows: 8 at Dk = 128, 4 at Dk <= 64
+  /// (GDN_CUDA_ROW_LANES_D64 for a float state, _D64_BF16 for bf16), so
+  /// that a lane holds 16 rows x 4 columns at both head dims and a team of
+  /// 16 lane groups (64 threads) covers a whole Dk = 64 head. The forward at
+  /// Dk = 64 uses the same lanes as verify: its sums must add in verify's
+  /// order. 4 vs 8 lanes at Dk = 64 (with 6 / 8 teams per SM instead of
+  /// 3 / 4 for the forward and 5 / 6 for verify, and each thread copying its
+  /// own state rows), same H200 call, medians of 3, B = 128 to 512:
+  /// - bf16 state: every case faster, verify 5 to 17 % (B = 512 T = 1
+  ///   73.0 -> 60.6 us), the forward 4 to 20 %.
+  /// - float state: verify T = 4 and 8 7 to 20 % faster (B = 512 T = 8
+  ///   212.7 -> 171.2 us) and T <= 2 within 3 %; the forward T = 8 12 to 16 %
+  ///   faster, but T <= 4 6 to 13 % slower (decode B = 256 82.9 -> 88.6 us).
+  ///   GDN_CUDA_ROW_LANES_D64=8 restores the 8-lane mapping for a float
+  ///   state (with its team counts, below).
+  static constexpr int row_lanes(int dk) {
+    return dk > 64               ? GDN_CUDA_ROW_LANES
+           : sizeof(StateT) == 2 ? GDN_CUDA_ROW_LANES_D64_BF16
+                                 : GDN_CUDA_ROW_LANES_D64;
+  }
   static constexpr int cols_per_lane = GDN_CUDA_COLS_PER_LANE;
   static constexpr int team_threads = GDN_CUDA_LANE_GROUPS;
   static constexpr int vector_length = GDN_CUDA_VECTOR;
-  static constexpr int lane_stride = vector_length / row_lanes;
-  static constexpr int team_size = team_threads * row_lanes / vector_length;
+  static constexpr int lane_stride(int dk) { return vector_length / row_lanes(dk); }
+  static constexpr int team_size(int dk) { return team_threads * row_lanes(dk) / vector_length; }
   static constexpr int row_accumulators = 1;
   static constexpr int col_block = GDN_CUDA_COLS_PER_LANE;  // no blocking
   /// Partial sums of a one-lane group's norms (GDN_CUDA_ROW_LANES = 1 only:
@@ -325,12 +364,17 @@ struct RecurrenceMapping<Kokkos::Cuda, StateT> {
     return sizeof(StateT) == 2 ? GDN_CUDA_CHUNK_TOKENS_BF16
                                : (verify ? GDN_CUDA_CHUNK_TOKENS_VERIFY : GDN_CUDA_CHUNK_TOKENS);
   }
-  /// Teams per SM: 3 (float state) or 4 (bf16); verify at Dk = 64, 5 or 6
-  /// (its 8x4 fragments leave room: 96 registers with a 16-byte spill and
-  /// 80 registers, 22 and 21 KiB of scratch per team). Same run, B = 128
-  /// to 512, verify D64 3 -> 5 teams (float) 1 to 13 % faster, 4 -> 6
-  /// (bf16) 3 to 9 % faster; the forward at Dk = 64 keeps 3 / 4 (more
-  /// teams: decode 2 to 16 % slower, and bf16 spills at 6).
+  /// Teams per SM: 3 (float state) or 4 (bf16) at Dk = 128. At Dk = 64
+  /// (4 row lanes: teams of 64 threads, half the size) 6 and 8, the same
+  /// threads per SM as 3 and 4 at Dk = 128, for verify
+  /// (GDN_CUDA_MIN_TEAMS_VERIFY_D64*: 168 and 128 registers, no spills; the
+  /// row_lanes call above measured them) and the forward
+  /// (GDN_CUDA_MIN_TEAMS_D64*: 146 and 125 registers; see
+  /// docs/performance.md, eleventh session). With 8 row lanes at
+  /// Dk = 64 (8x4 fragments) verify ran 5 / 6 teams of 128 threads (same
+  /// run, B = 128 to 512, 3 -> 5 teams (float) 1 to 13 % faster, 4 -> 6
+  /// (bf16) 3 to 9 % faster) and the forward 3 / 4 (more teams: decode 2 to
+  /// 16 % slower).
   /// The forward's decode kernel (short_rows: at most one token per row on
   /// average, has_short_kernel) with a bf16 state at Dk = 128: 3 teams per
   /// SM (152 registers; at 4 the forward's 128 spill 8 bytes). Same H200
@@ -342,6 +386,7 @@ struct RecurrenceMapping<Kokkos::Cuda, StateT> {
                                  : GDN_CUDA_MIN_TEAMS_VERIFY_D64;
     if (!verify && short_rows && has_short_kernel(dk, verify))
       return GDN_CUDA_MIN_TEAMS_BF16_DECODE;
+    if (dk <= 64) return sizeof(StateT) == 2 ? GDN_CUDA_MIN_TEAMS_D64_BF16 : GDN_CUDA_MIN_TEAMS_D64;
     return sizeof(StateT) == 2 ? GDN_CUDA_MIN_TEAMS_BF16 : GDN_CUDA_MIN_TEAMS;
   }
   static constexpr int persistent_teams_per_sm(int dk, bool verify, bool short_rows = false) {
@@ -442,20 +487,32 @@ struct RecurrenceMapping<Kokkos::Cuda, StateT> {
   /// 8 %, fwd float 5 % faster (T = 4) to 3 % slower (T = 8); verify with a
   /// float state 3 to 11 % slower (the barrier between the read and the next
   /// copy costs more than the requests save), so it keeps its own copies.
-  static constexpr bool shared_state_copy(bool verify) {
-    return GDN_CUDA_SHARED_STATE_COPY != 0 && (sizeof(StateT) == 2 || !verify);
+  /// It needs 8 row lanes or more (a lane's fragment rows are read from
+  /// the swizzled tile 8 rows apart): not at Dk = 64.
+  static constexpr bool shared_state_copy(int dk, bool verify) {
+    return GDN_CUDA_SHARED_STATE_COPY != 0 && (sizeof(StateT) == 2 || !verify) &&
+           row_lanes(dk) >= 8;
   }
   using schedule = Kokkos::Schedule<Kokkos::Static>;
-  static_assert(row_lanes >= 1 && row_lanes <= 32 && (row_lanes & (row_lanes - 1)) == 0,
-                "GDN_CUDA_ROW_LANES must be a power of two <= 32");
-  static_assert(vector_length <= 32 && (vector_length & (vector_length - 1)) == 0 &&
-                    vector_length % row_lanes == 0 &&
-                    (team_threads * row_lanes) % vector_length == 0,
+  /// The shape constraints below, for one value of the row lanes.
+  static constexpr bool lanes_valid(int lanes) {
+    return lanes >= 1 && lanes <= 32 && (lanes & (lanes - 1)) == 0;
+  }
+  static constexpr bool vector_valid(int lanes) {
+    return vector_length <= 32 && (vector_length & (vector_length - 1)) == 0 &&
+           vector_length % lanes == 0 && (team_threads * lanes) % vector_length == 0;
+  }
+  static constexpr bool cols_valid(int lanes) {
+    return lanes == 1 || (lanes >= cols_per_lane && (cols_per_lane & (cols_per_lane - 1)) == 0);
+  }
+  static_assert(lanes_valid(row_lanes(128)) && lanes_valid(row_lanes(64)),
+                "GDN_CUDA_ROW_LANES and GDN_CUDA_ROW_LANES_D64* must be powers of two <= 32");
+  static_assert(vector_valid(row_lanes(128)) && vector_valid(row_lanes(64)),
                 "GDN_CUDA_VECTOR must be a power of two <= 32, a multiple of the row lanes, "
                 "dividing the team");
-  static_assert(
-      row_lanes == 1 || (row_lanes >= cols_per_lane && (cols_per_lane & (cols_per_lane - 1)) == 0),
-      "GDN_CUDA_COLS_PER_LANE must be a power of two <= GDN_CUDA_ROW_LANES (reduce-scatter sums)");
+  static_assert(cols_valid(row_lanes(128)) && cols_valid(row_lanes(64)),
+                "GDN_CUDA_COLS_PER_LANE must be a power of two <= the row lanes "
+                "(reduce-scatter sums)");
 };
 
 /// CUDA fold: 128 threads per team, 16-byte items (4 float or 8 bf16 columns),

@@ -23,10 +23,12 @@
 /// rows `lane_row(l, r) = (r/4)*4*row_lanes + 4*l + r%4` (r < Dk/row_lanes;
 /// runs of four rows, token_step.hpp) of columns
 /// `[cg*cols_per_lane, (cg+1)*cols_per_lane)` of the tile, in registers
-/// (CUDA: 8 lanes x 4 columns, 16x4 floats per lane at Dk = 128, 64-column
-/// tiles, 3 teams per SM for a float state and 4 for bf16 (3 in the bf16
-/// forward's decode kernel at Dk = 128; more in verify at Dk = 64), 8-token chunks
-/// except for the forward with a float state, 4; host: 1 lane x 64
+/// (CUDA: 16x4 floats per lane at both head dims: 8 lanes x 4 columns and
+/// 128-thread teams at Dk = 128, 3 teams per SM for a float state and 4 for
+/// bf16 (3 in the bf16 forward's decode kernel); 4 lanes x 4 columns and
+/// 64-thread teams at Dk = 64, 6 teams per SM for a float state and 8 for
+/// bf16; 64-column tiles, so a Dk = 64 team holds a whole head; 8-token
+/// chunks except for the forward with a float state, 4; host: 1 lane x 64
 /// columns, vectorised over columns). The state is read once before an
 /// item's first token and written at most once after its last.
 ///
@@ -97,14 +99,18 @@ struct RecurrenceKernel {
   /// Teams per SM (launch bound) and persistent teams (launch_teams) of this kernel.
   static constexpr int kMinTeams = Map::min_teams_per_sm(Dk, Verify, ShortRows);
   static constexpr int kPersistentTeams = Map::persistent_teams_per_sm(Dk, Verify, ShortRows);
-  using Policy =
-      Kokkos::TeamPolicy<ExecSpace, typename Map::schedule,
-                         Kokkos::LaunchBounds<Map::team_threads * Map::row_lanes, kMinTeams>>;
+  /// Lanes per lane group (Map::row_lanes: 8 at Dk = 128, 4 at Dk = 64 on CUDA; 1 on the host).
+  static constexpr int kLanes = Map::row_lanes(Dk);
+  static constexpr int kThreads = Map::team_threads * kLanes;  // threads per team
+  /// Distance between a group's lanes in a vector.
+  static constexpr int kStride = Map::lane_stride(Dk);
+  static constexpr int kTeamSize = Map::team_size(Dk);  // Kokkos team size (vectors per team)
+  using Policy = Kokkos::TeamPolicy<ExecSpace, typename Map::schedule,
+                                    Kokkos::LaunchBounds<kThreads, kMinTeams>>;
   using Member = typename Policy::member_type;
   using ScratchView =
       Kokkos::View<float*, typename ExecSpace::scratch_memory_space, Kokkos::MemoryUnmanaged>;
 
-  static constexpr int kLanes = Map::row_lanes;
   static constexpr int kRows = Dk / kLanes;  // rows per lane
   static constexpr int kCols = Map::cols_per_lane;
   static constexpr int kTeamCols = Map::cols_per_lane * Map::team_threads;
@@ -117,13 +123,10 @@ struct RecurrenceKernel {
   static constexpr bool kPrefetchState = Map::prefetch_state(Verify, ShortRows);
   static constexpr bool kPrefetchL2Next = Map::prefetch_l2_next(Verify, ShortRows);
   static constexpr int kPrefetchL2MaxLen = Map::prefetch_l2_max_len(Verify, ShortRows);
-  static constexpr int kScalars = 4;                                   // decay, beta, qf, kinv
-  static constexpr int kThreads = Map::team_threads * Map::row_lanes;  // threads per team
-  static constexpr int kStride = Map::lane_stride;  // distance between a group's lanes in a vector
+  static constexpr int kScalars = 4;  // decay, beta, qf, kinv
   /// Lane groups (GPU): the fused token loop with reduce-scatter sums (compute_stage).
   static constexpr bool kLaneFused = kLanes > 1;
-  static_assert(kThreads == Map::team_size * Map::vector_length,
-                "team shape: vectors x vector length");
+  static_assert(kThreads == kTeamSize * Map::vector_length, "team shape: vectors x vector length");
   static_assert(Dk % kLanes == 0, "row lanes must divide Dk");
   static_assert(Dk % kTeamCols == 0, "a team's column tile must divide Dv");
   static_assert(kRows % kAcc == 0 && kRows % kNormAcc == 0,
@@ -169,7 +172,7 @@ struct RecurrenceKernel {
   /// The mapping's `shared_state_copy`: the team copies the state tile row
   /// by row into scratch (`issue_state`, tile_chunk_offset) and every thread
   /// reads its fragment from there (`load_state`).
-  static constexpr bool kSharedStateCopy = kPrefetchState && Map::shared_state_copy(Verify);
+  static constexpr bool kSharedStateCopy = kPrefetchState && Map::shared_state_copy(Dk, Verify);
   static constexpr int kTileRowBytes = kTeamCols * static_cast<int>(sizeof(StateT));
   static constexpr int kTileRowChunks = kTileRowBytes / 16;  // 16-byte chunks of a tile row
   static_assert(!kSharedStateCopy ||
@@ -215,11 +218,11 @@ struct RecurrenceKernel {
   static constexpr bool kWarpNorms = kLaneFused && Map::warp_norms(Dk, Verify, ShortRows);
   static constexpr int kVecQuads = Map::vector_length / 4;  // quads per vector
   /// Quads sharing a stage's norms: a vector's (warp_norms) or the team's.
-  static constexpr int kNormQuads = kWarpNorms ? kVecQuads : kVecQuads * Map::team_size;
+  static constexpr int kNormQuads = kWarpNorms ? kVecQuads : kVecQuads * kTeamSize;
   static_assert(!kLaneFused || Map::vector_length % 8 == 0,
                 "quad norms: vectors of whole quarter warps (GDN_CUDA_VECTOR >= 8)");
   /// Floats of the per-vector norm slots: qf and kinv of each token of a chunk, per vector.
-  static constexpr int kNormFloats = kWarpNorms ? Map::team_size * 2 * kChunk : 0;
+  static constexpr int kNormFloats = kWarpNorms ? kTeamSize * 2 * kChunk : 0;
 
   // +4: room to align the scratch arrays to 16 bytes.
   KOKKOS_INLINE_FUNCTION static constexpr int scratch_floats() {
@@ -369,7 +372,7 @@ struct RecurrenceKernel {
       // With 8 or more row lanes, bits 2-4 of a lane's rows (lane_row) are
       // those of its first row: one swizzle for all of them.
       static_assert(kLanes % 8 == 0,
-                    "GDN_CUDA_SHARED_STATE_COPY needs GDN_CUDA_ROW_LANES >= 8: set it to 0");
+                    "the shared state copy needs 8 or more row lanes (Map::shared_state_copy)");
       const int col_bytes = cg * kFragRowBytes;  // this lane group's columns within a row
       // Fragment row r at base + lane_row(0, r) * kTileRowBytes (tile_chunk_offset).
       const char* const base = reinterpret_cast<const char*>(sbuf) +
@@ -751,7 +754,7 @@ struct RecurrenceKernel {
       } else {
         // Task x*team_size + w goes to group x of vector w: the first tasks are spread over the
         // warps.
-        for (int task = (cg % kStride) * Map::team_size + cg / kStride; task < 2 * nt;
+        for (int task = (cg % kStride) * kTeamSize + cg / kStride; task < 2 * nt;
              task += Map::team_threads) {
           norm_task(task, norms, kNormTok);
         }
