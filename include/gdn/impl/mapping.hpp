@@ -348,9 +348,9 @@ struct RecurrenceMapping<Kokkos::Cuda, StateT> {
   /// bits of quad_sum_squares), and the stage's team barrier, which is there
   /// anyway, publishes them: no norm work repeated per warp and no barrier of
   /// their own. GDN_CUDA_STAGED_NORMS: 0 off (the norms after the barrier,
-  /// warp_norms), 1 at Dk = 128 (at Dk = 64 the kernels' 80 and 96
-  /// registers spill 12 to 40 bytes with it), 2 at every Dk. Needs
-  /// 32-lane vectors.
+  /// warp_norms), 1 at Dk = 128 (at Dk = 64 with its earlier 8 row lanes
+  /// the kernels' 80 and 96 registers spilled 12 to 40 bytes with it; not
+  /// measured with 4), 2 at every Dk. Needs 32-lane vectors.
   static constexpr bool staged_norms(int dk) {
     return vector_length == 32 &&
            (GDN_CUDA_STAGED_NORMS >= 2 || (GDN_CUDA_STAGED_NORMS == 1 && dk > 64));
