@@ -487,8 +487,8 @@ struct RecurrenceMapping<Kokkos::Cuda, StateT> {
   /// 8 %, fwd float 5 % faster (T = 4) to 3 % slower (T = 8); verify with a
   /// float state 3 to 11 % slower (the barrier between the read and the next
   /// copy costs more than the requests save), so it keeps its own copies.
-  /// It needs 8 row lanes or more (a lane's fragment rows are read from
-  /// the swizzled tile 8 rows apart): not at Dk = 64.
+  /// It needs 8 row lanes or more (only then do a lane's rows share bits
+  /// 2-4, so one swizzle serves them all, load_state): not at Dk = 64.
   static constexpr bool shared_state_copy(int dk, bool verify) {
     return GDN_CUDA_SHARED_STATE_COPY != 0 && (sizeof(StateT) == 2 || !verify) &&
            row_lanes(dk) >= 8;
