@@ -726,10 +726,12 @@ struct RecurrenceKernel {
     // norm arithmetic, one team barrier per stage fewer, fewer registers); or
     // (one-lane groups: the host) the team's groups share the tasks.
     const bool staged = kStagedNorms && m_staged_norms;
-    constexpr int kNormTok = kWarpNorms ? 2 : kScalars;  // distance between two tokens' norms
+    // Distance between two tokens' norms when computed below (a vector's own
+    // slots or the staged scalars); norm_tok: wherever they were computed.
+    constexpr int kNormTok = kWarpNorms ? 2 : kScalars;
     float* const norms =
         kWarpNorms && !staged ? norm_base + team.team_rank() * (2 * kChunk) : buf.ssc + 2;
-    const int norm_tok = kWarpNorms && !staged ? kNormTok : kScalars;
+    const int norm_tok = staged ? kScalars : kNormTok;
     if (!staged) {
       if constexpr (kLaneFused) {  // lane groups: by quads of lanes
         // A quad (4 consecutive lanes) per task (quad_sum_squares): the vector's
