@@ -223,7 +223,7 @@ struct FoldMapping {
 #define GDN_CUDA_WARP_NORMS_BF16_VERIFY 1
 #endif
 #ifndef GDN_CUDA_STAGED_NORMS
-#define GDN_CUDA_STAGED_NORMS 1
+#define GDN_CUDA_STAGED_NORMS 2
 #endif
 #ifndef GDN_CUDA_CHUNK_TOKENS
 #define GDN_CUDA_CHUNK_TOKENS 4
@@ -348,9 +348,16 @@ struct RecurrenceMapping<Kokkos::Cuda, StateT> {
   /// bits of quad_sum_squares), and the stage's team barrier, which is there
   /// anyway, publishes them: no norm work repeated per warp and no barrier of
   /// their own. GDN_CUDA_STAGED_NORMS: 0 off (the norms after the barrier,
-  /// warp_norms), 1 at Dk = 128 (at Dk = 64 with its earlier 8 row lanes
-  /// the kernels' 80 and 96 registers spilled 12 to 40 bytes with it; not
-  /// measured with 4), 2 at every Dk. Needs 32-lane vectors.
+  /// warp_norms), 1 at Dk = 128 only, 2 (default) at every Dk. Needs 32-lane
+  /// vectors. At Dk = 64 with 4 row lanes no kernel spills with it (the
+  /// forward with a float state 146 -> 166 registers, under its cap of 170);
+  /// same H200 call, medians of 3, Dk = 64, B = 128 to 512, 1 -> 2 (the bf16
+  /// forward, which stages differently and so runs the same code in both,
+  /// 1 to 4 % faster in the second build: that much of it is drift): verify
+  /// bf16 T >= 2 4.0 % faster on average (T = 8 4.7 to 6.3 %), verify float
+  /// and the forward with a float state within 1.2 % on average. (With the
+  /// earlier 8 row lanes at Dk = 64 the kernels' 80 and 96 registers spilled
+  /// 12 to 40 bytes with it.)
   static constexpr bool staged_norms(int dk) {
     return vector_length == 32 &&
            (GDN_CUDA_STAGED_NORMS >= 2 || (GDN_CUDA_STAGED_NORMS == 1 && dk > 64));
