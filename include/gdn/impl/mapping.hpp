@@ -255,6 +255,11 @@ struct FoldMapping {
 #ifndef GDN_CUDA_MIN_TEAMS_BF16_DECODE
 #define GDN_CUDA_MIN_TEAMS_BF16_DECODE 3
 #endif
+// The forward's decode-step kernel with a float state at Dk = 64 (4 row
+// lanes; with 8, none: the value equals GDN_CUDA_MIN_TEAMS_D64).
+#ifndef GDN_CUDA_MIN_TEAMS_D64_DECODE
+#define GDN_CUDA_MIN_TEAMS_D64_DECODE (GDN_CUDA_ROW_LANES_D64 >= 8 ? GDN_CUDA_MIN_TEAMS_D64 : 4)
+#endif
 #ifndef GDN_CUDA_PREFETCH_L2
 #define GDN_CUDA_PREFETCH_L2 2
 #endif
@@ -299,7 +304,8 @@ struct FoldMapping {
 /// verify with a float state (no state buffer), the forward with a float
 /// state 4. Persistent teams (as many as are resident, `min_teams_per_sm`
 /// per SM: 3 with a float state, 4 with bf16, 3 for a bf16 decode step at
-/// Dk = 128, the measured best) loop over the work
+/// Dk = 128; 6 and 8 at Dk = 64, 4 for a float decode step; the measured
+/// best) loop over the work
 /// items; while a team computes one item, the asynchronous copy of its next
 /// item's state tile into scratch is in flight (no registers held), so loads
 /// and arithmetic overlap within every team; verify with a float state
@@ -318,8 +324,9 @@ struct RecurrenceMapping<Kokkos::Cuda, StateT> {
   ///   73.0 -> 60.6 us), the forward 4 to 20 %.
   /// - float state: verify T = 4 and 8 7 to 20 % faster (B = 512 T = 8
   ///   212.7 -> 171.2 us) and T <= 2 within 3 %; the forward T = 8 12 to 16 %
-  ///   faster, but T <= 4 6 to 13 % slower (decode B = 256 82.9 -> 88.6 us).
-  ///   GDN_CUDA_ROW_LANES_D64=8 restores the 8-lane mapping for a float
+  ///   faster, but T <= 4 6 to 13 % slower (decode B = 256 82.9 -> 88.6 us;
+  ///   a decode kernel with fewer teams took part of that back,
+  ///   min_teams_per_sm). GDN_CUDA_ROW_LANES_D64=8 restores the 8-lane mapping for a float
   ///   state (with its team counts, below).
   static constexpr int row_lanes(int dk) {
     return dk > 64               ? GDN_CUDA_ROW_LANES
@@ -386,13 +393,19 @@ struct RecurrenceMapping<Kokkos::Cuda, StateT> {
   /// average, has_short_kernel) with a bf16 state at Dk = 128: 3 teams per
   /// SM (152 registers; at 4 the forward's 128 spill 8 bytes). Same H200
   /// call, medians of 3, B = 256, 4 -> 3 teams: T = 1 168.4 -> 159.3 us, but
-  /// T = 8 333.1 -> 360.6 us, hence a kernel of its own.
+  /// T = 8 333.1 -> 360.6 us, hence a kernel of its own. Likewise with a
+  /// float state at Dk = 64 (4 row lanes): 4 teams per SM instead of 6
+  /// (GDN_CUDA_MIN_TEAMS_D64_DECODE). Same H200 call, medians of 3, the
+  /// forward with 6 / 5 / 4 teams (one kernel then, `GDN_CUDA_MIN_TEAMS_D64`),
+  /// T = 1 at B = 128 / 256 / 512: 49.5 / 89.2 / 170.0 -> 51.2 / 86.5 /
+  /// 163.2 -> 49.7 / 84.7 / 159.0 us; but T = 8 65.2 / 113.3 / 209.0 ->
+  /// 68.7 / 122.8 / 226.0 -> 76.2 / 135.6 / 239.7 us.
   static constexpr int min_teams_per_sm(int dk, bool verify, bool short_rows = false) {
     if (verify && dk <= 64)
       return sizeof(StateT) == 2 ? GDN_CUDA_MIN_TEAMS_VERIFY_D64_BF16
                                  : GDN_CUDA_MIN_TEAMS_VERIFY_D64;
     if (!verify && short_rows && has_short_kernel(dk, verify))
-      return GDN_CUDA_MIN_TEAMS_BF16_DECODE;
+      return sizeof(StateT) == 2 ? GDN_CUDA_MIN_TEAMS_BF16_DECODE : GDN_CUDA_MIN_TEAMS_D64_DECODE;
     if (dk <= 64) return sizeof(StateT) == 2 ? GDN_CUDA_MIN_TEAMS_D64_BF16 : GDN_CUDA_MIN_TEAMS_D64;
     return sizeof(StateT) == 2 ? GDN_CUDA_MIN_TEAMS_BF16 : GDN_CUDA_MIN_TEAMS;
   }
@@ -418,7 +431,7 @@ struct RecurrenceMapping<Kokkos::Cuda, StateT> {
     if (verify && sizeof(StateT) == 2) return GDN_CUDA_WARP_NORMS_BF16_VERIFY != 0;
     if (GDN_CUDA_WARP_NORMS == 0) return false;
     if (verify) return dk > 64;
-    return !(short_rows && has_short_kernel(dk, verify));
+    return !(short_rows && has_short_kernel(dk, verify) && sizeof(StateT) == 2);
   }
   /// Copy the next item's state tile into scratch during the current item:
   /// the forward, and verify with a bf16 state. Verify with a float state
@@ -452,13 +465,16 @@ struct RecurrenceMapping<Kokkos::Cuda, StateT> {
                : 0;
   }
   /// A second kernel for short rows: verify windows of RING_LEN <=
-  /// short_window_max, and the forward with a bf16 state at Dk = 128 when
-  /// the call has at most one token per row (qkv.extent(0) <= B: a decode
-  /// step), both chosen on the host (launch.hpp).
+  /// short_window_max, and the forward with a bf16 state at Dk = 128 or a
+  /// float state at Dk = 64 when the call has at most one token per row
+  /// (qkv.extent(0) <= B: a decode step), both chosen on the host
+  /// (launch.hpp). The forward's decode kernels differ from its other kernel
+  /// in teams per SM only (and the bf16 one in its norms, warp_norms).
   static constexpr bool has_short_kernel(int dk, bool verify) {
-    return verify ? short_window_max(verify) > 0
-                  : sizeof(StateT) == 2 && dk == 128 &&
-                        GDN_CUDA_MIN_TEAMS_BF16_DECODE != GDN_CUDA_MIN_TEAMS_BF16;
+    if (verify) return short_window_max(verify) > 0;
+    return sizeof(StateT) == 2
+               ? dk == 128 && GDN_CUDA_MIN_TEAMS_BF16_DECODE != GDN_CUDA_MIN_TEAMS_BF16
+               : dk <= 64 && GDN_CUDA_MIN_TEAMS_D64_DECODE != GDN_CUDA_MIN_TEAMS_D64;
   }
   /// Persistent teams without prefetch_state: the next item's state tile is
   /// prefetched into L2 when the current item's last stage starts, and read

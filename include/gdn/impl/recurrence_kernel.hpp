@@ -26,10 +26,11 @@
 /// (CUDA: 16x4 floats per lane at both head dims: 8 lanes x 4 columns and
 /// 128-thread teams at Dk = 128, 3 teams per SM for a float state and 4 for
 /// bf16 (3 in the bf16 forward's decode kernel); 4 lanes x 4 columns and
-/// 64-thread teams at Dk = 64, 6 teams per SM for a float state and 8 for
-/// bf16; 64-column tiles, so a Dk = 64 team holds a whole head; 8-token
-/// chunks except for the forward with a float state, 4; host: 1 lane x 64
-/// columns, vectorised over columns). The state is read once before an
+/// 64-thread teams at Dk = 64, 6 teams per SM for a float state (4 in the
+/// float forward's decode kernel) and 8 for bf16; 64-column tiles, so a
+/// Dk = 64 team holds a whole head; 8-token chunks except for the forward
+/// with a float state, 4; host: 1 lane x 64 columns, vectorised over
+/// columns). The state is read once before an
 /// item's first token and written at most once after its last.
 ///
 /// Pipeline. A team's work is a sequence of stages (an item's chunk of
@@ -47,7 +48,8 @@
 /// loaded from there straight into registers when its turn comes; verify with
 /// a bf16 state does the same when RING_LEN <= 2 (a second kernel,
 /// `ShortRows`, chosen on the host: mapping.hpp, has_short_kernel; the
-/// forward's short-row kernel, a decode step, differs in teams per SM). The state tile is
+/// forward's short-row kernels, for a decode step with a bf16 state at
+/// Dk = 128 or a float state at Dk = 64, differ in teams per SM). The state tile is
 /// copied either by each thread for its own fragment, or (`shared_state_copy`:
 /// the forward, and verify's copy of a bf16 state) by the whole team in whole 128-byte rows
 /// into a swizzled tile (tile_chunk_offset), read after the stage's team
