@@ -223,7 +223,13 @@ struct FoldMapping {
 #define GDN_CUDA_WARP_NORMS_BF16_VERIFY 1
 #endif
 #ifndef GDN_CUDA_STAGED_NORMS
-#define GDN_CUDA_STAGED_NORMS 2
+#define GDN_CUDA_STAGED_NORMS 1
+#endif
+#ifndef GDN_CUDA_STAGED_NORMS_D64
+#define GDN_CUDA_STAGED_NORMS_D64 0
+#endif
+#ifndef GDN_CUDA_STAGED_NORMS_D64_BF16
+#define GDN_CUDA_STAGED_NORMS_D64_BF16 1
 #endif
 #ifndef GDN_CUDA_CHUNK_TOKENS
 #define GDN_CUDA_CHUNK_TOKENS 4
@@ -354,20 +360,25 @@ struct RecurrenceMapping<Kokkos::Cuda, StateT> {
   /// a warp sync) it computes those tokens' norms (octet_sum_squares: the
   /// bits of quad_sum_squares), and the stage's team barrier, which is there
   /// anyway, publishes them: no norm work repeated per warp and no barrier of
-  /// their own. GDN_CUDA_STAGED_NORMS: 0 off (the norms after the barrier,
-  /// warp_norms), 1 at Dk = 128 only, 2 (default) at every Dk. Needs 32-lane
-  /// vectors. At Dk = 64 with 4 row lanes no kernel spills with it (the
-  /// forward with a float state 146 -> 166 registers, under its cap of 170);
-  /// same H200 call, medians of 3, Dk = 64, B = 128 to 512, 1 -> 2 (the bf16
-  /// forward, which stages differently and so runs the same code in both,
-  /// 1 to 4 % faster in the second build: that much of it is drift): verify
-  /// bf16 T >= 2 4.0 % faster on average (T = 8 4.7 to 6.3 %), verify float
-  /// and the forward with a float state within 1.2 % on average. (With the
-  /// earlier 8 row lanes at Dk = 64 the kernels' 80 and 96 registers spilled
-  /// 12 to 40 bytes with it.)
+  /// their own. Needs 32-lane vectors. GDN_CUDA_STAGED_NORMS: 0 off (the
+  /// norms after the barrier, warp_norms), 1 (default) at Dk = 128 and, at
+  /// Dk = 64, where GDN_CUDA_STAGED_NORMS_D64 (float state, default 0) or
+  /// _D64_BF16 (bf16 state, default 1) says so, 2 at every Dk. At Dk = 64
+  /// (4 row lanes) no kernel spills with it (the forward with a float state
+  /// 146 -> 166 registers, under its cap of 170). Same H200 call, medians of
+  /// 3, Dk = 64, B = 128 to 512, without -> with it at Dk = 64 for both
+  /// states, measured as A, B, A (the mean of the two A's against B): verify
+  /// bf16 T >= 2 2.2 % faster on average (T = 8 4.5 to 6.7 %), but verify
+  /// float T >= 2 1.5 % slower (all 9 cases, 0.5 to 3.0 %; two other calls,
+  /// the other way round and once in each order: 0.7 % and 1.6 %), the
+  /// forward with a float state at T >= 2 within 0.2 %. (With the earlier
+  /// 8 row lanes at Dk = 64 the kernels' 80 and 96 registers spilled 12 to
+  /// 40 bytes with it.)
   static constexpr bool staged_norms(int dk) {
-    return vector_length == 32 &&
-           (GDN_CUDA_STAGED_NORMS >= 2 || (GDN_CUDA_STAGED_NORMS == 1 && dk > 64));
+    if (vector_length != 32 || GDN_CUDA_STAGED_NORMS == 0) return false;
+    if (dk > 64 || GDN_CUDA_STAGED_NORMS >= 2) return true;
+    return sizeof(StateT) == 2 ? GDN_CUDA_STAGED_NORMS_D64_BF16 != 0
+                               : GDN_CUDA_STAGED_NORMS_D64 != 0;
   }
   /// Tokens per stage. Chunk boundaries change no bit: a token's update and
   /// sums are the same operations in the same order whichever sweep of a
