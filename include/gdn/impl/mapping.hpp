@@ -369,8 +369,8 @@ struct RecurrenceMapping<Kokkos::Cuda, StateT> {
   /// 3, Dk = 64, B = 128 to 512, without -> with it at Dk = 64 for both
   /// states, measured as A, B, A (the mean of the two A's against B): verify
   /// bf16 T >= 2 2.2 % faster on average (T = 8 4.5 to 6.7 %), but verify
-  /// float T >= 2 1.5 % slower (all 9 cases, 0.5 to 3.0 %; two other calls,
-  /// the other way round and once in each order: 0.7 % and 1.6 %), the
+  /// float T >= 2 1.5 % slower (all 9 cases, 0.5 to 3.0 %; in two other
+  /// calls, one build after the other in either order, 0.7 and 1.6 %), the
   /// forward with a float state at T >= 2 within 0.2 %. (With the earlier
   /// 8 row lanes at Dk = 64 the kernels' 80 and 96 registers spilled 12 to
   /// 40 bytes with it.)
