@@ -332,8 +332,8 @@ struct RecurrenceMapping<Kokkos::Cuda, StateT> {
   ///   212.7 -> 171.2 us) and T <= 2 within 3 %; the forward T = 8 12 to 16 %
   ///   faster, but T <= 4 6 to 13 % slower (decode B = 256 82.9 -> 88.6 us;
   ///   a decode kernel with fewer teams took part of that back,
-  ///   min_teams_per_sm). GDN_CUDA_ROW_LANES_D64=8 restores the 8-lane mapping for a float
-  ///   state (with its team counts, below).
+  ///   min_teams_per_sm). GDN_CUDA_ROW_LANES_D64=8 restores the 8-lane
+  ///   mapping for a float state (with its team counts, below).
   static constexpr int row_lanes(int dk) {
     return dk > 64               ? GDN_CUDA_ROW_LANES
            : sizeof(StateT) == 2 ? GDN_CUDA_ROW_LANES_D64_BF16
