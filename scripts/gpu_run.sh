@@ -16,9 +16,17 @@
 #                  knobs of include/gdn/impl/mapping.hpp) and rerun the bench
 #                  filter (or GDN_VARIANT_BENCH) -> bench_N.{json,txt}
 # A summary line per step is printed as it completes (and kept in summary.txt).
+# GDN_PACK=FILE (a path outside $OUT): when the script exits, for whatever
+# reason, everything under $OUT but ncu's report goes into the tarball FILE,
+# one file for tools that bring back only a few (the device tool), e.g.
+#   P=$OUT/r.tgz; OUT=$(mktemp -d) GDN_PACK=$P bash scripts/gpu_run.sh --tests
 source "$(dirname "$0")/lib.sh"
 OUT=${OUT:-$GDN_ROOT/out}
 mkdir -p "$OUT"
+if [ -n "${GDN_PACK:-}" ]; then
+  pack() { tar czf "$GDN_PACK" --exclude='*.ncu-rep' -C "$OUT" . || log "packing $OUT failed"; }
+  trap pack EXIT
+fi
 do_tests=0 do_san=0 bench="" ncu_re=""
 variants=()
 while [ $# -gt 0 ]; do
