@@ -415,10 +415,20 @@ struct RecurrenceMapping<Kokkos::Cuda, StateT> {
     if (verify && dk <= 64)
       return sizeof(StateT) == 2 ? GDN_CUDA_MIN_TEAMS_VERIFY_D64_BF16
                                  : GDN_CUDA_MIN_TEAMS_VERIFY_D64;
-    if (!verify && short_rows && has_short_kernel(dk, verify))
-      return sizeof(StateT) == 2 ? GDN_CUDA_MIN_TEAMS_BF16_DECODE : GDN_CUDA_MIN_TEAMS_D64_DECODE;
+    return !verify && short_rows ? decode_teams_per_sm(dk) : forward_teams_per_sm(dk);
+  }
+  /// Teams per SM of the forward (and of verify at Dk = 128).
+  static constexpr int forward_teams_per_sm(int dk) {
     if (dk <= 64) return sizeof(StateT) == 2 ? GDN_CUDA_MIN_TEAMS_D64_BF16 : GDN_CUDA_MIN_TEAMS_D64;
     return sizeof(StateT) == 2 ? GDN_CUDA_MIN_TEAMS_BF16 : GDN_CUDA_MIN_TEAMS;
+  }
+  /// Teams per SM of the forward's decode step: its own count with a bf16
+  /// state at Dk = 128 and a float state at Dk = 64, else the forward's
+  /// (where the two differ, the forward has a decode kernel, has_short_kernel).
+  static constexpr int decode_teams_per_sm(int dk) {
+    if (sizeof(StateT) == 2 && dk > 64) return GDN_CUDA_MIN_TEAMS_BF16_DECODE;
+    if (sizeof(StateT) == 4 && dk <= 64) return GDN_CUDA_MIN_TEAMS_D64_DECODE;
+    return forward_teams_per_sm(dk);
   }
   static constexpr int persistent_teams_per_sm(int dk, bool verify, bool short_rows = false) {
     return GDN_CUDA_PERSISTENT ? min_teams_per_sm(dk, verify, short_rows) : 0;
@@ -482,10 +492,8 @@ struct RecurrenceMapping<Kokkos::Cuda, StateT> {
   /// (launch.hpp). The forward's decode kernels differ from its other kernel
   /// in teams per SM only (and the bf16 one in its norms, warp_norms).
   static constexpr bool has_short_kernel(int dk, bool verify) {
-    if (verify) return short_window_max(verify) > 0;
-    return sizeof(StateT) == 2
-               ? dk == 128 && GDN_CUDA_MIN_TEAMS_BF16_DECODE != GDN_CUDA_MIN_TEAMS_BF16
-               : dk <= 64 && GDN_CUDA_MIN_TEAMS_D64_DECODE != GDN_CUDA_MIN_TEAMS_D64;
+    return verify ? short_window_max(verify) > 0
+                  : decode_teams_per_sm(dk) != forward_teams_per_sm(dk);
   }
   /// Persistent teams without prefetch_state: the next item's state tile is
   /// prefetched into L2 when the current item's last stage starts, and read

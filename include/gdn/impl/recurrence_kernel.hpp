@@ -30,8 +30,8 @@
 /// float forward's decode kernel) and 8 for bf16; 64-column tiles, so a
 /// Dk = 64 team holds a whole head; 8-token chunks except for the forward
 /// with a float state, 4; host: 1 lane x 64 columns, vectorised over
-/// columns). The state is read once before an
-/// item's first token and written at most once after its last.
+/// columns). The state is read once before an item's first token and
+/// written at most once after its last.
 ///
 /// Pipeline. A team's work is a sequence of stages (an item's chunk of
 /// `chunk_tokens` tokens). Each stage's k, q, the tile's v, decay and beta are
