@@ -62,7 +62,14 @@
 //     the fixed part of every sample (on CUDA also cuda_launch_floor_us, the
 //     same without Kokkos); it weighs on the small cases' fractions.
 //     launch_host_us / cuda_launch_host_us: of those, the time until the
-//     launch call returned.
+//     launch call returned; launch_floor_device_us: of launch_floor_us, the
+//     empty kernel's own GPU-side duration.
+//   - gpu_us (CUDA only): the median GPU-side duration of the call's kernel,
+//     timed with CUDA events queued behind a spinning kernel (machine.cpp,
+//     device_time), 21 samples after the fenced ones, so that they do not
+//     disturb those. time_us - gpu_us is what the fenced call pays outside
+//     its kernel (launch, synchronisation, host work): the part no kernel
+//     can win back, which bounds the fractions of the small cases.
 
 #include <benchmark/benchmark.h>
 
@@ -276,6 +283,7 @@ struct Timing {
   double min = 0;
   double host = 0;  // median time until the call returned (before the fence): host-side cost
   int samples = 0;
+  double device = 0;  // median GPU-side duration of the call (device_time; 0 if not measured)
 };
 
 template <class Call>
@@ -304,6 +312,7 @@ Timing time_calls(const Settings& s, const Call& call) {
   r.min = *std::min_element(t.begin(), t.end());
   r.host = median(h);
   r.samples = static_cast<int>(t.size());
+  r.device = device_time(call, 21);
   return r;
 }
 
@@ -313,6 +322,7 @@ void report(benchmark::State& st, const Case& c, const Timing& t) {
   st.counters["time_us"] = t.median * 1e6;
   st.counters["min_us"] = t.min * 1e6;
   st.counters["host_us"] = t.host * 1e6;
+  if (t.device > 0) st.counters["gpu_us"] = t.device * 1e6;
   st.counters["samples"] = t.samples;
   st.counters["bytes"] = bytes;
   st.counters["flops"] = flops;
@@ -522,6 +532,10 @@ int main(int argc, char** argv) {
         benchmark::AddCustomContext("cuda_launch_floor_us", fmt("%.3f", m.cuda_launch_floor * 1e6));
         benchmark::AddCustomContext("cuda_launch_host_us", fmt("%.3f", m.cuda_launch_host * 1e6));
       }
+      if (m.launch_floor_device > 0) {
+        benchmark::AddCustomContext("launch_floor_device_us",
+                                    fmt("%.3f", m.launch_floor_device * 1e6));
+      }
       benchmark::AddCustomContext("kokkos_version", std::to_string(KOKKOS_VERSION / 10000) + "." +
                                                         std::to_string(KOKKOS_VERSION / 100 % 100) +
                                                         "." + std::to_string(KOKKOS_VERSION % 100));
@@ -543,6 +557,9 @@ int main(int argc, char** argv) {
       if (m.cuda_launch_floor > 0) {
         std::printf("; %.2f us without Kokkos (<<<1, 1>>>; %.2f us until it returned)",
                     m.cuda_launch_floor * 1e6, m.cuda_launch_host * 1e6);
+      }
+      if (m.launch_floor_device > 0) {
+        std::printf("; the empty kernel's GPU-side duration %.2f us", m.launch_floor_device * 1e6);
       }
       std::printf("\n");
       std::fflush(stdout);

@@ -10,7 +10,14 @@
 // what every fenced benchmark sample pays besides its kernel's own work. On
 // CUDA, cuda_launch_floor times an empty `<<<1, 1>>>` kernel on the same
 // stream with the same fences, without Kokkos: the difference is Kokkos's
-// own launch cost.
+// own launch cost. launch_floor_device: of launch_floor, the GPU-side
+// duration of the empty Kokkos kernel (device_time, CUDA only).
+//
+// device_time (CUDA): cudaEventRecord before and after the call, both queued
+// behind a one-thread kernel that spins for about 100 us, so that the GPU is
+// still busy when the host has issued the call and the events time the
+// call's kernels alone (from the end of the spin to the end of the last
+// kernel), not the host's launch latency; the median of the samples.
 //
 // fp32_peak: on CUDA, SMs x FP32 lanes per SM x 2 flop x peak clock, from the
 // CUDA runtime (cudaDevAttrClockRate; cudaDeviceProp::clockRate is gone in
@@ -119,6 +126,13 @@ struct EmptyKernel {
 
 #if defined(KOKKOS_ENABLE_CUDA) && defined(__CUDACC__)
 __global__ void empty_cuda_kernel() {}
+
+// Spins one thread for `cycles` SM clocks: work for the next commands to queue behind.
+__global__ void spin_cuda_kernel(long long cycles) {
+  const long long t0 = clock64();
+  while (clock64() - t0 < cycles) {
+  }
+}
 #endif
 
 // Median seconds of `fence; timer; call(); fence` (201 samples after 20 warm-up calls), and
@@ -175,6 +189,47 @@ double measure_copy_bw(bool host) {
     t.push_back(timer.seconds());
   }
   return 2.0 * static_cast<double>(bytes) / median(t);
+}
+
+double device_time(const std::function<void()>& call, int samples) {
+#if defined(KOKKOS_ENABLE_CUDA) && defined(__CUDACC__)
+  if (!std::is_same<Exec, Kokkos::Cuda>::value || samples <= 0) return 0;
+  const cudaStream_t stream = Kokkos::Cuda().cuda_stream();
+  int khz = 0;
+  if (cudaDeviceGetAttribute(&khz, cudaDevAttrClockRate, Kokkos::Cuda().cuda_device()) !=
+          cudaSuccess ||
+      khz <= 0)
+    khz = 2000000;
+  const long long spin = 100LL * khz / 1000;  // about 100 us at the peak clock, longer below it
+  cudaEvent_t before, after;
+  if (cudaEventCreate(&before) != cudaSuccess) return 0;
+  if (cudaEventCreate(&after) != cudaSuccess) {
+    cudaEventDestroy(before);
+    return 0;
+  }
+  std::vector<double> t;
+  bool ok = true;
+  for (int r = 0; r < samples && ok; ++r) {
+    Kokkos::fence();
+    spin_cuda_kernel<<<1, 1, 0, stream>>>(spin);
+    ok = cudaEventRecord(before, stream) == cudaSuccess;
+    call();
+    ok = ok && cudaEventRecord(after, stream) == cudaSuccess &&
+         cudaEventSynchronize(after) == cudaSuccess;
+    float ms = 0;
+    ok = ok && cudaEventElapsedTime(&ms, before, after) == cudaSuccess;
+    t.push_back(1e-3 * ms);
+  }
+  cudaEventDestroy(before);
+  cudaEventDestroy(after);
+  Kokkos::fence();
+  if (!ok || cudaGetLastError() != cudaSuccess) return 0;
+  return median(t);
+#else
+  (void)call;
+  (void)samples;
+  return 0;
+#endif
 }
 
 namespace {
@@ -250,6 +305,12 @@ Machine measure_machine() {
       if (cudaGetLastError() != cudaSuccess) m.cuda_launch_floor = 0;  // not reported
     }
 #endif
+    m.launch_floor_device = device_time(
+        [&] {
+          Kokkos::parallel_for("gdn_bench::empty", Kokkos::RangePolicy<Exec>(space, 0, 1),
+                               EmptyKernel{});
+        },
+        101);
   }
   bool computed = false;
 #if defined(KOKKOS_ENABLE_CUDA)

@@ -5,6 +5,7 @@
 // GPU's FP32 peak, computed) in the same run as the benchmarks themselves.
 // See bench_gdn.cpp for the method.
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -28,6 +29,9 @@ struct Machine {
   // Of those, the median time until the launch call returned (host side), seconds.
   double launch_host = 0;
   double cuda_launch_host = 0;
+  // Of launch_floor, the GPU-side duration of the empty Kokkos kernel (device_time; CUDA only,
+  // else 0), seconds.
+  double launch_floor_device = 0;
 };
 
 /// The median of `v` (the mean of the middle two for an even count; 0 when empty).
@@ -36,6 +40,14 @@ double median(std::vector<double> v);
 /// Measure the default execution space's copy bandwidth and FP32 FMA peak.
 /// Needs Kokkos to be initialized; allocates and frees its own buffers.
 Machine measure_machine();
+
+/// CUDA: the GPU-side duration of the work `call` enqueues on the default
+/// instance's stream (seconds, median of `samples`): CUDA events recorded
+/// just before and after `call`, both queued behind a kernel that spins for
+/// about 100 us, so that the first event is not timestamped while the GPU
+/// waits for the host to issue the launch. What a fenced sample takes beyond
+/// it is launch, synchronisation and host work. 0 on other backends.
+double device_time(const std::function<void()>& call, int samples);
 
 /// The copy bandwidth measurement alone (bytes/s), e.g. again after the benchmarks as a drift
 /// check.

@@ -91,6 +91,9 @@ def launch_floor(ctx):
     if "cuda_launch_floor_us" in ctx:
         text += f"; {float(ctx['cuda_launch_floor_us']):.2f} us without Kokkos (<<<1, 1>>>"
         text += host("cuda_launch_host_us") + ")"
+    if "launch_floor_device_us" in ctx:
+        text += (f"; of the first, {float(ctx['launch_floor_device_us']):.2f} us on the GPU "
+                 "(the empty kernel's own duration)")
     return text
 
 
@@ -119,7 +122,10 @@ def render(data):
     out.append(
         "time_us: median of fenced calls after warm-up (perf/bench_gdn.cpp states the method); "
         "host_us: median time until the call returned, before its fence (validation and launch). "
-        "GB/s: minimal bytes moved / time. bw_frac = GB/s / copy_bw; "
+        + ("gpu_us: median GPU-side duration of the call's kernel (CUDA events queued "
+           "behind a spinning kernel); time_us - gpu_us is paid outside the kernel. "
+           if any("gpu_us" in b for b in data.get("benchmarks", [])) else "")
+        + "GB/s: minimal bytes moved / time. bw_frac = GB/s / copy_bw; "
         "roofline_frac = max(bytes / copy_bw, flops / fp32_peak) / time. "
         "Shapes: nk = 16, nv = 32, Dk = Dv = D; ring float."
     )
@@ -146,9 +152,11 @@ def render(data):
         out.append(f"## {kernel}: {title}")
         out.append("")
         head = ["shape", "state", "B", "T"] + (["L"] if with_layers else [])
-        head += ["time_us", "host_us", "GB/s", "TFLOP/s", "bw_frac %", "roofline_frac %"]
+        with_gpu = any("gpu_us" in b for _, b in cases)
+        head += ["time_us", "host_us"] + (["gpu_us"] if with_gpu else [])
+        head += ["GB/s", "TFLOP/s", "bw_frac %", "roofline_frac %"]
         out.append("| " + " | ".join(head) + " |")
-        align = ["---"] * (5 if with_layers else 4) + ["---:"] * 6
+        align = ["---"] * (5 if with_layers else 4) + ["---:"] * (7 if with_gpu else 6)
         out.append("|" + "|".join(align) + "|")
         for name, b in cases:
             _, f = parse_name(name)
@@ -156,11 +164,12 @@ def render(data):
             if with_layers:
                 cells.append(f.get("L", ""))
             if b.get("error_occurred"):
-                cells += [f"error: {b.get('error_message', '')}", "", "", "", "", ""]
+                cells += [f"error: {b.get('error_message', '')}"] + [""] * (6 if with_gpu else 5)
             else:
+                cells += [fmt_num(time_us(b), 1), fmt_num(b.get("host_us"), 1)]
+                if with_gpu:
+                    cells.append(fmt_num(b.get("gpu_us"), 1))
                 cells += [
-                    fmt_num(time_us(b), 1),
-                    fmt_num(b.get("host_us"), 1),
                     fmt_num(b.get("GB/s"), 1),
                     fmt_num(b.get("TFLOP/s"), 3),
                     fmt_num(100.0 * b["bw_frac"] if "bw_frac" in b else None, 1),

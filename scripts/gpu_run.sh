@@ -7,7 +7,8 @@
 #   --sanitize     compute-sanitizer racecheck, then memcheck, over the CUDA
 #                  tests (GDN_RACECHECK_FILTER / GDN_MEMCHECK_FILTER select a
 #                  gtest subset, default all)
-#   --bench RE     gdn_bench --benchmark_filter=RE -> bench_cuda.{json,md,txt}
+#   --bench RE     gdn_bench --benchmark_filter=RE -> bench_cuda.{json,md,txt},
+#                  then gdn_launch_probe -> launch_probe.txt
 #                  (GDN_BENCH_REPETITIONS=N: median of N interleaved repetitions)
 #   --ncu RE       ncu (clocks untouched) on the first gdn kernel of the first
 #                  benchmark matching RE (GDN_NCU_KERNEL: kernel regex) ->
@@ -79,6 +80,8 @@ if [ -n "$bench" ]; then
   run_bench "$dir" cuda
   python3 "$GDN_ROOT/perf/render.py" "$OUT/bench_cuda.json" "$OUT/bench_cuda.md" >/dev/null 2>&1 || true
   grep -E 'copy|peak' "$OUT/bench_cuda.txt" | head -4 | tee -a "$OUT/summary.txt"
+  "$dir/perf/gdn_launch_probe" > "$OUT/launch_probe.txt" 2>&1 || say "gdn_launch_probe failed"
+  grep -E 'fenced' "$OUT/launch_probe.txt" | tee -a "$OUT/summary.txt"
 fi
 if [ -n "$ncu_re" ]; then
   ncu --clock-control none --set full --kernel-name-base demangled -k "regex:${GDN_NCU_KERNEL:-RecurrenceKernel}" --launch-skip 2 --launch-count 1 -o "$OUT/ncu" \

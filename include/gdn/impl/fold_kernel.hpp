@@ -51,8 +51,11 @@ template <class ExecSpace, class StateT, class RingT, int Dk>
 struct FoldKernel {
   using Map = FoldMapping<ExecSpace, StateT>;
   using MemSpace = typename ExecSpace::memory_space;
+  /// Teams per SM (launch bound) and persistent teams (launch_teams; 0: one team per item).
+  static constexpr int kMinTeams = Map::min_teams_per_sm(Dk);
+  static constexpr int kPersistentTeams = Map::persistent_teams_per_sm(Dk);
   using Policy = Kokkos::TeamPolicy<ExecSpace, typename Map::schedule,
-                                    Kokkos::LaunchBounds<Map::team_threads, Map::min_teams_per_sm>>;
+                                    Kokkos::LaunchBounds<Map::team_threads, kMinTeams>>;
   using Member = typename Policy::member_type;
   using ScratchView =
       Kokkos::View<float*, typename ExecSpace::scratch_memory_space, Kokkos::MemoryUnmanaged>;
@@ -101,7 +104,7 @@ struct FoldKernel {
   /// Floats of one record buffer: a chunk's keys (the tile's rows), u, decays.
   static constexpr int kRecBufFloats = kChunk * (kTileRows + Dk) + ((kChunk + 3) / 4) * 4;
   /// Teams loop over items (league_rank, + league_size, ...); else one team per item.
-  static constexpr bool kPersistent = Map::persistent_teams_per_sm > 0;
+  static constexpr bool kPersistent = kPersistentTeams > 0;
   static_assert(kPersistent || !Map::prefetch_state, "the state prefetch needs persistent teams");
   /// Record buffers: with the state prefetch, the next item's first chunk of
   /// records is staged into the second while this one computes.

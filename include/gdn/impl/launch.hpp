@@ -272,7 +272,7 @@ struct RingLauncher {
       const long long items =
           static_cast<long long>(layers) * batch * cfg.num_value_heads * Kernel::tiles_per_head();
       k.m_items = static_cast<int>(items);  // <= INT_MAX (check_league)
-      const long long lg = launch_teams(space, items, Kernel::Map::persistent_teams_per_sm,
+      const long long lg = launch_teams(space, items, Kernel::kPersistentTeams,
                                         team_shmem_bytes<Kernel>(Kernel::Map::team_threads));
       launch_team_kernel("gdn::state_fold::kernel", space, lg, Kernel::Map::team_threads, 1, k);
     };

@@ -168,8 +168,9 @@ struct FoldMapping {
   /// 7604 -> 6215 us, 8 -> 16 6291 -> 5847 us, 16 -> 32 5692 -> 5729 us;
   /// T = 1 within 3 %.
   static constexpr int apply_block = 16;
-  static constexpr int min_teams_per_sm = 1;
-  static constexpr int persistent_teams_per_sm = 0;  ///< one team per work item (launch_teams)
+  static constexpr int min_teams_per_sm(int /*dk*/) { return 1; }
+  /// one team per work item (launch_teams)
+  static constexpr int persistent_teams_per_sm(int /*dk*/) { return 0; }
   /// copy the next item's state tile into scratch during this one
   static constexpr bool prefetch_state = false;
   using schedule = Kokkos::Schedule<Kokkos::Dynamic>;
@@ -282,7 +283,10 @@ struct FoldMapping {
 #define GDN_CUDA_FOLD_ROWS_BF16 64
 #endif
 #ifndef GDN_CUDA_FOLD_MIN_TEAMS_BF16
-#define GDN_CUDA_FOLD_MIN_TEAMS_BF16 4
+#define GDN_CUDA_FOLD_MIN_TEAMS_BF16 5
+#endif
+#ifndef GDN_CUDA_FOLD_MIN_TEAMS_BF16_D64
+#define GDN_CUDA_FOLD_MIN_TEAMS_BF16_D64 4
 #endif
 #ifndef GDN_CUDA_FOLD_RECORDS_OUTER
 #define GDN_CUDA_FOLD_RECORDS_OUTER 1
@@ -560,8 +564,11 @@ struct RecurrenceMapping<Kokkos::Cuda, StateT> {
 /// CUDA fold: 128 threads per team, 16-byte items (4 float or 8 bf16 columns),
 /// 32-row tiles for a float state (8 teams per SM, 62 registers; same run,
 /// B = 128 to 512, L = 1, 5 -> 8 teams: D128 0 to 1 % and D64 1 to 3 %
-/// faster) and 64-row tiles for bf16 (4 per SM; measured 60 -> 65 % of
-/// copy_bw at T = 1). A thread keeps its
+/// faster) and 64-row tiles for bf16 (measured 60 -> 65 % of copy_bw at
+/// T = 1 with 4 per SM), 5 teams per SM at Dk = 128 and 4 at Dk = 64 (same
+/// H200 call, medians of 3, L = 1, B = 128 / 256 / 512, 4 -> 5 teams: D128
+/// 0.3 to 1.8 % faster in all 12 cases; D64 2.6 to 3.3 % faster at B = 128,
+/// T >= 2, but 0.4 to 1.3 % slower at B = 256 and 512). A thread keeps its
 /// 32 float or 64 bf16 state values in registers: 8 loads of 16 bytes in
 /// flight either way. With a bf16 state, persistent teams (`min_teams_per_sm`
 /// per SM) loop over the tiles and the next tile's state is copied into
@@ -580,11 +587,15 @@ struct FoldMapping<Kokkos::Cuda, StateT> {
       GDN_CUDA_FOLD_RECORDS_OUTER != 0;  ///< record loop outside the item loop
   static constexpr int apply_block =
       1;  ///< items per record pass when the item loop is outer (not the default)
-  static constexpr int min_teams_per_sm =
-      bf16_state ? GDN_CUDA_FOLD_MIN_TEAMS_BF16 : GDN_CUDA_FOLD_MIN_TEAMS;
+  static constexpr int min_teams_per_sm(int dk) {
+    if (!bf16_state) return GDN_CUDA_FOLD_MIN_TEAMS;
+    return dk <= 64 ? GDN_CUDA_FOLD_MIN_TEAMS_BF16_D64 : GDN_CUDA_FOLD_MIN_TEAMS_BF16;
+  }
   static constexpr bool persistent =
       (bf16_state ? GDN_CUDA_FOLD_PERSISTENT_BF16 : GDN_CUDA_FOLD_PERSISTENT) != 0;
-  static constexpr int persistent_teams_per_sm = persistent ? min_teams_per_sm : 0;
+  static constexpr int persistent_teams_per_sm(int dk) {
+    return persistent ? min_teams_per_sm(dk) : 0;
+  }
   static constexpr bool prefetch_state = persistent;
   using schedule = Kokkos::Schedule<Kokkos::Static>;
 };
