@@ -45,8 +45,8 @@ struct EmptyRange {
 
 template <int Pad>
 struct EmptyTeam {
-  using Policy = Kokkos::TeamPolicy<Exec, Kokkos::Schedule<Kokkos::Static>,
-                                    Kokkos::LaunchBounds<128, 4>>;
+  using Policy =
+      Kokkos::TeamPolicy<Exec, Kokkos::Schedule<Kokkos::Static>, Kokkos::LaunchBounds<128, 4>>;
   char pad[Pad];
   KOKKOS_INLINE_FUNCTION void operator()(const typename Policy::member_type&) const {}
 };
@@ -99,9 +99,8 @@ int main(int argc, char** argv) {
       });
     }
     probe("raw <<<1, 1>>> empty", [&] { empty_raw<<<1, 1, 0, stream>>>(); });
-    probe("raw <<<528, 128, 40 KiB>>> 480-byte params", [&] {
-      empty_raw_params<<<528, 128, 40 * 1024, stream>>>(Params{});
-    });
+    probe("raw <<<528, 128, 40 KiB>>> 480-byte params",
+          [&] { empty_raw_params<<<528, 128, 40 * 1024, stream>>>(Params{}); });
   }
   Kokkos::finalize();
   return 0;
