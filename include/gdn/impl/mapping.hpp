@@ -565,10 +565,14 @@ struct RecurrenceMapping<Kokkos::Cuda, StateT> {
 /// 32-row tiles for a float state (8 teams per SM, 62 registers; same run,
 /// B = 128 to 512, L = 1, 5 -> 8 teams: D128 0 to 1 % and D64 1 to 3 %
 /// faster) and 64-row tiles for bf16 (measured 60 -> 65 % of copy_bw at
-/// T = 1 with 4 per SM), 5 teams per SM at Dk = 128 and 4 at Dk = 64 (same
-/// H200 call, medians of 3, L = 1, B = 128 / 256 / 512, 4 -> 5 teams: D128
-/// 0.3 to 1.8 % faster in all 12 cases; D64 2.6 to 3.3 % faster at B = 128,
-/// T >= 2, but 0.4 to 1.3 % slower at B = 256 and 512). A thread keeps its
+/// T = 1 with 4 per SM), 5 teams per SM at Dk = 128 and 4 at Dk = 64 (96
+/// and 80 registers). 4 -> 5 teams, medians of 3, B = 128 / 256 / 512: one
+/// H200 call, L = 1, D128 0.3 to 1.8 % faster in all 12 cases, D64 2.6 to
+/// 3.3 % faster at B = 128, T >= 2, but 0.4 to 1.3 % slower at B = 256 and
+/// 512; an A-B-A call at D128 (5, 4, 5 teams): L = 1 0.0 to 2.0 % faster
+/// (B = 128 T = 1 / 8: 83.5 -> 82.5 / 93.5 -> 91.7 us), L = 36 0.3 to 1.0 %
+/// faster at T <= 4 and 1.2 to 1.6 % slower at T = 8; the repeat within
+/// 0.5 % of the first. A thread keeps its
 /// 32 float or 64 bf16 state values in registers: 8 loads of 16 bytes in
 /// flight either way. With a bf16 state, persistent teams (`min_teams_per_sm`
 /// per SM) loop over the tiles and the next tile's state is copied into
