@@ -15,7 +15,7 @@ log() { printf '[gdn] %s\n' "$*" >&2; }
 
 # Debian packages the build needs; installed only when missing (needs root then).
 ensure_packages() {
-  local want=(cmake g++ make libgtest-dev libbenchmark-dev ca-certificates perl)
+  local want=(cmake g++ make libgtest-dev libbenchmark-dev ca-certificates perl python3)
   local missing=() p
   for p in "${want[@]}"; do
     case $(dpkg-query -W -f='${Status}' "$p" 2>/dev/null || true) in
