@@ -9,34 +9,17 @@
 // without Kokkos (<<<>>> with a 480-byte parameter). The difference between
 // a Kokkos launch and its raw twin is what Kokkos adds to every call.
 #include <Kokkos_Core.hpp>
-
-#include <algorithm>
 #include <cstdio>
-#include <vector>
+#include <functional>
+
+#include "machine.hpp"
 
 using Exec = Kokkos::DefaultExecutionSpace;
 
-static double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
-
-template <class Call>
-void probe(const char* name, const Call& call) {
-  Exec space;
-  for (int w = 0; w < 50; ++w) call();
-  space.fence();
-  std::vector<double> t, h;
-  for (int r = 0; r < 501; ++r) {
-    space.fence();
-    Kokkos::Timer timer;
-    call();
-    h.push_back(timer.seconds());
-    space.fence();
-    t.push_back(timer.seconds());
-  }
-  std::printf("%-60s fenced %7.3f us  host %7.3f us  min %7.3f us\n", name, median(t) * 1e6,
-              median(h) * 1e6, *std::min_element(t.begin(), t.end()) * 1e6);
+void probe(const char* name, const std::function<void()>& call) {
+  double host = 0;
+  const double fenced = gdn_bench::fenced_median(call, host, 501, 50);
+  std::printf("%-60s fenced %7.3f us  host %7.3f us\n", name, fenced * 1e6, host * 1e6);
 }
 
 struct EmptyRange {

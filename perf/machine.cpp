@@ -135,26 +135,6 @@ __global__ void spin_cuda_kernel(long long cycles) {
 }
 #endif
 
-// Median seconds of `fence; timer; call(); fence` (201 samples after 20 warm-up calls), and
-// of the time until call() returned (`host`).
-template <class Call>
-double fenced_median(const Call& call, double& host) {
-  Exec space;
-  for (int w = 0; w < 20; ++w) call();
-  space.fence();
-  std::vector<double> t, h;
-  for (int r = 0; r < 201; ++r) {
-    space.fence();
-    Kokkos::Timer timer;
-    call();
-    h.push_back(timer.seconds());
-    space.fence();
-    t.push_back(timer.seconds());
-  }
-  host = median(h);
-  return median(t);
-}
-
 std::size_t copy_buffer_bytes(bool host) {
   return host ? (std::size_t(512) << 20) : (std::size_t(2) << 30);
 }
@@ -189,6 +169,23 @@ double measure_copy_bw(bool host) {
     t.push_back(timer.seconds());
   }
   return 2.0 * static_cast<double>(bytes) / median(t);
+}
+
+double fenced_median(const std::function<void()>& call, double& host, int samples, int warmup) {
+  Exec space;
+  for (int w = 0; w < warmup; ++w) call();
+  space.fence();
+  std::vector<double> t, h;
+  for (int r = 0; r < samples; ++r) {
+    space.fence();
+    Kokkos::Timer timer;
+    call();
+    h.push_back(timer.seconds());
+    space.fence();
+    t.push_back(timer.seconds());
+  }
+  host = median(h);
+  return median(t);
 }
 
 double device_time(const std::function<void()>& call, int samples) {

@@ -41,6 +41,11 @@ double median(std::vector<double> v);
 /// Needs Kokkos to be initialized; allocates and frees its own buffers.
 Machine measure_machine();
 
+/// Median seconds of `fence; timer; call(); fence` over `samples` samples
+/// after `warmup` calls, and in `host` the median time until call() returned.
+double fenced_median(const std::function<void()>& call, double& host, int samples = 201,
+                     int warmup = 20);
+
 /// CUDA: the GPU-side duration of the work `call` enqueues on the default
 /// instance's stream (seconds, median of `samples`): CUDA events recorded
 /// just before and after `call`, both queued behind a kernel that spins for
