@@ -9,7 +9,7 @@ import tempfile
 ROOT = sys.argv[1]
 
 
-def case(name, time_us, bytes_, frac_key, gpu_us=None, flops=0.0, copy_bw=1e12):
+def case(name, time_us, bytes_, gpu_us=None, flops=0.0, copy_bw=1e12):
     b = {"name": name + "/iterations:1/manual_time_median",
          "run_name": name + "/iterations:1/manual_time", "run_type": "aggregate",
          "aggregate_name": "median", "time_us": time_us, "host_us": 3.0, "bytes": bytes_,
@@ -29,16 +29,16 @@ def mean_of(b):  # an aggregate that is not the median: must be ignored
 
 benchmarks = [
     # verify T = 2: roof 100 us, 50 % < 60 %: missed; need 166.7 us, bound 5 + 100 = 105
-    case("verify/D128/state:bf16/B:256/T:2", 200.0, 1e8, "roofline_frac", gpu_us=195.0),
+    case("verify/D128/state:bf16/B:256/T:2", 200.0, 1e8, gpu_us=195.0),
     # fold L = 1: roof 20 us, 66.7 % < 80 %: missed; need 25 us, bound 8 + 20 = 28 > 25
-    case("fold/D64/state:bf16/L:1/B:128/T:1", 30.0, 2e7, "bw_frac", gpu_us=22.0),
+    case("fold/D64/state:bf16/L:1/B:128/T:1", 30.0, 2e7, gpu_us=22.0),
     # fwd decode: 80 % >= 75 %: met
-    case("fwd/D128/state:float/B:256/T:1", 100.0, 8e7, "bw_frac", gpu_us=95.0),
+    case("fwd/D128/state:float/B:256/T:1", 100.0, 8e7, gpu_us=95.0),
     # fwd T = 2 and B = 8 are no target cases
-    case("fwd/D128/state:float/B:256/T:2", 1000.0, 1e6, "bw_frac"),
-    case("verify/D128/state:float/B:8/T:1", 1000.0, 1e6, "roofline_frac"),
+    case("fwd/D128/state:float/B:256/T:2", 1000.0, 1e6),
+    case("verify/D128/state:float/B:8/T:1", 1000.0, 1e6),
     # no gpu_us: the context's launch floor (9 us); roof 10 us, need 12.5, bound 19 > 12.5
-    case("fold/D64/state:float/L:36/B:512/T:8", 20.0, 1e7, "bw_frac"),
+    case("fold/D64/state:float/L:36/B:512/T:8", 20.0, 1e7),
 ]
 benchmarks.append(mean_of(benchmarks[0]))
 data = {"context": {"copy_bw": "1e12", "fp32_peak": "1e15", "launch_floor_us": "9.0"},
