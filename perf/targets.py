@@ -20,35 +20,29 @@ gpu_us is within the noise of the two medians (it can come out negative);
 it matters for the short ones.
 """
 import json
-import re
+import os
 import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from render import parse_name, select_runs  # noqa: E402  (the names and runs render.py reads)
 
 
 def load(path):
     with open(path, encoding="utf-8") as f:
         data = json.load(f)
-    ctx = data.get("context", {})
-    cases = {}
-    for b in data.get("benchmarks", []):
-        if b.get("run_type") == "aggregate" and b.get("aggregate_name") != "median":
-            continue
-        name = b["run_name"].replace("/iterations:1/manual_time", "")
-        cases[name] = b
-    return ctx, cases
+    return data.get("context", {}), select_runs(data.get("benchmarks", []))
 
 
 def target(name):
-    m = re.match(r"(fwd|verify|fold)/D(\d+)/state:(\w+)/(?:L:(\d+)/)?B:(\d+)/T:(\d+)$", name)
-    if not m:
+    kernel, f = parse_name(name)
+    if kernel not in ("fwd", "verify", "fold") or int(f.get("B", 0)) < 128:
         return None
-    kernel, _, _, layers, batch, window = m.groups()
-    if int(batch) < 128:
-        return None
+    window = int(f.get("T", 0))
     if kernel == "verify":
-        return "roofline_frac", 0.6 if int(window) <= 4 else 0.5
+        return "roofline_frac", 0.6 if window <= 4 else 0.5
     if kernel == "fold":
-        return ("bw_frac", 0.8) if layers in ("1", "36") else None
-    return ("bw_frac", 0.75) if int(window) == 1 else None
+        return ("bw_frac", 0.8) if f.get("L") in ("1", "36") else None
+    return ("bw_frac", 0.75) if window == 1 else None
 
 
 def main(argv):
