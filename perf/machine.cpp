@@ -288,12 +288,11 @@ Machine measure_machine() {
   m.fp32_peak_measured = measured_fp32_peak(m.host, m.concurrency);
   {
     Exec space;
-    m.launch_floor = fenced_median(
-        [&] {
-          Kokkos::parallel_for("gdn_bench::empty", Kokkos::RangePolicy<Exec>(space, 0, 1),
-                               EmptyKernel{});
-        },
-        m.launch_host);
+    const auto empty_launch = [&] {
+      Kokkos::parallel_for("gdn_bench::empty", Kokkos::RangePolicy<Exec>(space, 0, 1),
+                           EmptyKernel{});
+    };
+    m.launch_floor = fenced_median(empty_launch, m.launch_host);
 #if defined(KOKKOS_ENABLE_CUDA) && defined(__CUDACC__)
     if (std::is_same<Exec, Kokkos::Cuda>::value) {
       const cudaStream_t stream = Kokkos::Cuda().cuda_stream();
@@ -302,12 +301,7 @@ Machine measure_machine() {
       if (cudaGetLastError() != cudaSuccess) m.cuda_launch_floor = 0;  // not reported
     }
 #endif
-    m.launch_floor_device = device_time(
-        [&] {
-          Kokkos::parallel_for("gdn_bench::empty", Kokkos::RangePolicy<Exec>(space, 0, 1),
-                               EmptyKernel{});
-        },
-        101);
+    m.launch_floor_device = device_time(empty_launch, 101);
   }
   bool computed = false;
 #if defined(KOKKOS_ENABLE_CUDA)
