@@ -70,6 +70,16 @@
 //     disturb those. time_us - gpu_us is what the fenced call pays outside
 //     its kernel (launch, synchronisation, host work): the part no kernel
 //     can win back, which bounds the fractions of the small cases.
+//   - copy_us: a copy of the case's own byte count, timed the same way: a
+//     `Kokkos::deep_copy(space, dst, src)` of bytes / 2 (half read, half
+//     written) between two buffers of the size copy_bw uses, kept for the
+//     whole run, the median of 21 fenced calls after 3 warm-up ones; on CUDA
+//     also copy_gpu_us, its GPU-side duration (device_time, 21 samples).
+//     copy_ratio = copy_us / time_us: 1 means the call took as long as a
+//     copy of its bytes. copy_bw is the rate of a 4 GiB copy; a small copy
+//     runs below it (ramp-up, tail, launch), so copy_ratio shows how much of
+//     a small case's distance from its roofline a copy of the same size
+//     pays too. Only cases of at most 2 x the copy buffer's bytes.
 
 #include <benchmark/benchmark.h>
 
@@ -78,8 +88,10 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <functional>
 #include <gdn/gdn.hpp>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "machine.hpp"
@@ -100,6 +112,10 @@ constexpr int kNumValueHeads = 32;
 constexpr int kModelLayers = 36;  // GDN layers of a Qwen3-Next-80B-style model
 
 Machine g_machine;  // measured before the cases are registered
+
+// The buffers of the same-bytes copy (copy_us): allocated by the first case that needs them,
+// released before Kokkos::finalize.
+Kokkos::View<float*, Kokkos::DefaultExecutionSpace::memory_space> g_copy_src, g_copy_dst;
 
 // ---------------------------------------------------------------------------
 // Settings from the environment.
@@ -316,9 +332,41 @@ Timing time_calls(const Settings& s, const Call& call) {
   return r;
 }
 
+// A copy of `bytes` bytes (bytes / 2 read, bytes / 2 written) timed like the cases: the median
+// of 21 fenced calls after 3 warm-up ones, and its GPU-side duration (CUDA). median 0 when the
+// copy buffers are smaller than bytes / 2.
+Timing same_bytes_copy(double bytes) {
+  Timing r;
+  const std::size_t n = static_cast<std::size_t>(bytes / 2.0 / sizeof(float));
+  if (n == 0 || n * sizeof(float) > static_cast<std::size_t>(g_machine.copy_bytes)) return r;
+  if (g_copy_src.size() == 0) {
+    const std::size_t cap = static_cast<std::size_t>(g_machine.copy_bytes) / sizeof(float);
+    g_copy_src = decltype(g_copy_src)(
+        Kokkos::view_alloc("gdn_bench::same_bytes_src", Kokkos::WithoutInitializing), cap);
+    g_copy_dst = decltype(g_copy_dst)(
+        Kokkos::view_alloc("gdn_bench::same_bytes_dst", Kokkos::WithoutInitializing), cap);
+    fill_uniform(g_copy_src.data(), cap, -1.0f, 1.0f, 41);  // first touch
+    fill_uniform(g_copy_dst.data(), cap, -1.0f, 1.0f, 42);
+  }
+  const auto range = std::make_pair(std::size_t(0), n);
+  const auto src = Kokkos::subview(g_copy_src, range);
+  const auto dst = Kokkos::subview(g_copy_dst, range);
+  Exec space;
+  const std::function<void()> call = [&] { Kokkos::deep_copy(space, dst, src); };
+  r.median = fenced_median(call, r.host, 21, 3);
+  r.device = device_time(call, 21);
+  return r;
+}
+
 void report(benchmark::State& st, const Case& c, const Timing& t) {
   const double bytes = c.min_bytes(), flops = c.flops();
   const double roof = std::max(bytes / g_machine.copy_bw, flops / g_machine.fp32_peak);
+  const Timing copy = same_bytes_copy(bytes);
+  if (copy.median > 0) {
+    st.counters["copy_us"] = copy.median * 1e6;
+    if (copy.device > 0) st.counters["copy_gpu_us"] = copy.device * 1e6;
+    st.counters["copy_ratio"] = copy.median / t.median;
+  }
   st.counters["time_us"] = t.median * 1e6;
   st.counters["min_us"] = t.min * 1e6;
   st.counters["host_us"] = t.host * 1e6;
@@ -571,6 +619,8 @@ int main(int argc, char** argv) {
       }
     }
     benchmark::Shutdown();
+    g_copy_src = {};
+    g_copy_dst = {};
   }
   Kokkos::finalize();
   return rc;

@@ -125,6 +125,9 @@ def render(data):
         + ("gpu_us: median GPU-side duration of the call's kernel (CUDA events queued "
            "behind a spinning kernel); time_us - gpu_us is paid outside the kernel. "
            if any("gpu_us" in b for b in data.get("benchmarks", [])) else "")
+        + ("copy_us: median of fenced copies (deep_copy) of the case's own byte count, half "
+           "read and half written: what a plain copy of that size takes under the same method. "
+           if any("copy_us" in b for b in data.get("benchmarks", [])) else "")
         + "GB/s: minimal bytes moved / time. bw_frac = GB/s / copy_bw; "
         "roofline_frac = max(bytes / copy_bw, flops / fp32_peak) / time. "
         "Shapes: nk = 16, nv = 32, Dk = Dv = D; ring float."
@@ -153,10 +156,13 @@ def render(data):
         out.append("")
         head = ["shape", "state", "B", "T"] + (["L"] if with_layers else [])
         with_gpu = any("gpu_us" in b for _, b in cases)
+        with_copy = any("copy_us" in b for _, b in cases)
         head += ["time_us", "host_us"] + (["gpu_us"] if with_gpu else [])
+        head += ["copy_us"] if with_copy else []
         head += ["GB/s", "TFLOP/s", "bw_frac %", "roofline_frac %"]
         out.append("| " + " | ".join(head) + " |")
-        align = ["---"] * (5 if with_layers else 4) + ["---:"] * (7 if with_gpu else 6)
+        numeric = 6 + int(with_gpu) + int(with_copy)
+        align = ["---"] * (5 if with_layers else 4) + ["---:"] * numeric
         out.append("|" + "|".join(align) + "|")
         for name, b in cases:
             _, f = parse_name(name)
@@ -164,11 +170,13 @@ def render(data):
             if with_layers:
                 cells.append(f.get("L", ""))
             if b.get("error_occurred"):
-                cells += [f"error: {b.get('error_message', '')}"] + [""] * (6 if with_gpu else 5)
+                cells += [f"error: {b.get('error_message', '')}"] + [""] * (numeric - 1)
             else:
                 cells += [fmt_num(time_us(b), 1), fmt_num(b.get("host_us"), 1)]
                 if with_gpu:
                     cells.append(fmt_num(b.get("gpu_us"), 1))
+                if with_copy:
+                    cells.append(fmt_num(b.get("copy_us"), 1))
                 cells += [
                     fmt_num(b.get("GB/s"), 1),
                     fmt_num(b.get("TFLOP/s"), 3),

@@ -18,6 +18,11 @@ Where the bound exceeds the time needed, no kernel can meet that target
 under the benchmark's method ("bound > need"). For long calls time_us -
 gpu_us is within the noise of the two medians (it can come out negative);
 it matters for the short ones.
+
+With copy_us in the JSON (a copy of the case's own byte count timed the
+same way, perf/bench_gdn.cpp) it also prints that time; where it exceeds
+the time needed, a plain copy of those bytes would miss the target too
+("copy > need"): the target asks for more than copy_bw at that size.
 """
 import json
 import os
@@ -71,12 +76,17 @@ def main(argv):
             roof = max(roof, b["flops"] / peak)
         roof *= 1e6
         outside = b["time_us"] - b["gpu_us"] if "gpu_us" in b else floor
-        missed.append((name, b[key], goal, b["time_us"], roof / goal, outside + roof))
+        missed.append((name, b[key], goal, b["time_us"], roof / goal, outside + roof,
+                       b.get("copy_us")))
     print(f"targets met: {met} of {total}")
-    print(f"{'missed case':42s} {'frac':>6s} {'goal':>5s} {'time_us':>8s} {'need_us':>8s} {'bound_us':>8s}")
-    for name, frac, goal, time, need, bound in missed:
-        flag = "  bound > need" if bound > need else ""
-        print(f"{name:42s} {100 * frac:5.1f}% {100 * goal:4.0f}% {time:8.1f} {need:8.1f} {bound:8.1f}{flag}")
+    print(f"{'missed case':42s} {'frac':>6s} {'goal':>5s} {'time_us':>8s} {'need_us':>8s} "
+          f"{'bound_us':>8s} {'copy_us':>8s}")
+    for name, frac, goal, time, need, bound, copy in missed:
+        flags = (["bound > need"] if bound > need else []) + (
+            ["copy > need"] if copy is not None and copy > need else [])
+        copy_text = "-" if copy is None else f"{copy:.1f}"
+        print(f"{name:42s} {100 * frac:5.1f}% {100 * goal:4.0f}% {time:8.1f} {need:8.1f} "
+              f"{bound:8.1f} {copy_text:>8s}" + ("  " + ", ".join(flags) if flags else ""))
     return 0
 
 

@@ -42,7 +42,7 @@ while [ $# -gt 0 ]; do
   shift
 done
 say() { echo "[$((SECONDS))s] $*" | tee -a "$OUT/summary.txt"; }
-bench_table() { grep -E '^(fwd|verify|fold)' "$1" | sed 's|/iterations:1/manual_time||' | awk '{printf "%-44s", $1; for (i=2;i<=NF;i++) if ($i ~ /^(time_us|GB\/s|bw_frac|roofline_frac)=/) printf " %s", $i; print ""}'; }
+bench_table() { grep -E '^(fwd|verify|fold)' "$1" | sed 's|/iterations:1/manual_time||' | awk '{printf "%-44s", $1; for (i=2;i<=NF;i++) if ($i ~ /^(time_us|gpu_us|copy_us|GB\/s|bw_frac|roofline_frac)=/) printf " %s", $i; print ""}'; }
 # GDN_BENCH_REPETITIONS=N (> 1): every case measured N times, in random order, and reported as
 # the median of the N (Google Benchmark aggregates; perf/render.py shows the medians).
 reps=()
