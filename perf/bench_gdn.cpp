@@ -79,7 +79,8 @@
 //     copy of its bytes. copy_bw is the rate of a 4 GiB copy; a small copy
 //     runs below it (ramp-up, tail, launch), so copy_ratio shows how much of
 //     a small case's distance from its roofline a copy of the same size
-//     pays too. Only cases of at most 2 x the copy buffer's bytes.
+//     pays too. Only cases of at most 2 x the copy buffer's bytes;
+//     GDN_BENCH_COPY=0 leaves it out.
 
 #include <benchmark/benchmark.h>
 
@@ -133,6 +134,7 @@ struct Settings {
   double min_time = 0.2;
   int min_samples = 10;
   int max_samples = 5000;
+  bool same_bytes_copy = true;  // copy_us (GDN_BENCH_COPY=0: off)
 };
 
 Settings settings_for(const Machine& m) {
@@ -140,6 +142,8 @@ Settings settings_for(const Machine& m) {
   s.max_batch = static_cast<int>(env_double("GDN_BENCH_MAX_BATCH", m.host ? 32 : 512));
   s.max_bytes = env_double("GDN_BENCH_MAX_GIB", m.host ? 8 : 100) * double(1ull << 30);
   s.min_time = env_double("GDN_BENCH_MIN_TIME", m.host ? 0.2 : 0.1);
+  const char* copy = std::getenv("GDN_BENCH_COPY");
+  s.same_bytes_copy = copy == nullptr || std::string(copy) != "0";
   return s;
 }
 
@@ -358,10 +362,10 @@ Timing same_bytes_copy(double bytes) {
   return r;
 }
 
-void report(benchmark::State& st, const Case& c, const Timing& t) {
+void report(benchmark::State& st, const Case& c, const Settings& s, const Timing& t) {
   const double bytes = c.min_bytes(), flops = c.flops();
   const double roof = std::max(bytes / g_machine.copy_bw, flops / g_machine.fp32_peak);
-  const Timing copy = same_bytes_copy(bytes);
+  const Timing copy = s.same_bytes_copy ? same_bytes_copy(bytes) : Timing{};
   if (copy.median > 0) {
     st.counters["copy_us"] = copy.median * 1e6;
     if (copy.device > 0) st.counters["copy_gpu_us"] = copy.device * 1e6;
@@ -451,7 +455,7 @@ void run_recurrence(benchmark::State& st, const Case& c, const Settings& s) {
     }
     st.SetIterationTime(t.median);
   }
-  report(st, c, t);
+  report(st, c, s, t);
   long bad = count_non_finite(tok.out.data(), tok.out.size());
   if (bad) st.SkipWithError(non_finite_message(bad, "out").c_str());
   bad = count_non_finite(state.data(), state.size());
@@ -485,7 +489,7 @@ void run_fold(benchmark::State& st, const Case& c, const Settings& s) {
         s, [&] { gdn::state_fold(space, cfg, state_rows, state, ring_rows, ring, accepted); });
     st.SetIterationTime(t.median);
   }
-  report(st, c, t);
+  report(st, c, s, t);
   const long bad = count_non_finite(state.data(), state.size());
   if (bad) st.SkipWithError(non_finite_message(bad, "state").c_str());
 }

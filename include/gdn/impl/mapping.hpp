@@ -297,6 +297,9 @@ struct FoldMapping {
 #ifndef GDN_CUDA_FOLD_PERSISTENT_BF16
 #define GDN_CUDA_FOLD_PERSISTENT_BF16 1
 #endif
+#ifndef GDN_CUDA_FOLD_CHUNK_RECORDS
+#define GDN_CUDA_FOLD_CHUNK_RECORDS 16
+#endif
 /// CUDA: `row_lanes` lanes split the rows of `cols_per_lane` columns; with the
 /// defaults (8 x 4) a warp covers 16 columns and a lane holds (Dk/8) x 4
 /// state values in registers; 16 lane groups (128 threads) per team cover a
@@ -586,7 +589,7 @@ struct FoldMapping<Kokkos::Cuda, StateT> {
   static constexpr int team_threads = 128;
   static constexpr bool bf16_state = sizeof(StateT) == 2;
   static constexpr int rows_per_team = bf16_state ? GDN_CUDA_FOLD_ROWS_BF16 : GDN_CUDA_FOLD_ROWS;
-  static constexpr int chunk_records = 16;
+  static constexpr int chunk_records = GDN_CUDA_FOLD_CHUNK_RECORDS;  ///< records per staged chunk
   static constexpr bool records_outer =
       GDN_CUDA_FOLD_RECORDS_OUTER != 0;  ///< record loop outside the item loop
   static constexpr int apply_block =
