@@ -305,15 +305,22 @@ struct FoldKernel {
           GDN_UNROLL
           for (int it = 0; it < kItems; ++it)
             load_vec(sbuf + (it * Map::team_threads + tid) * kVec, s[it]);
+          // The state buffer's slots are this thread's own (prefetch_tile):
+          // once its reads are ordered before the next tile's copies (a warp
+          // sync, not a team barrier), those copies start without waiting
+          // for the other warps (more of the state in flight).
+          if (Map::lean_barriers && next.index >= 0) {
+            vector_sync();
+            prefetch_tile(next, sbuf, tid);
+          }
         }
       }
       team.team_barrier();
       if constexpr (Map::prefetch_state) {
-        // The state buffer's items were this thread's own and are in
-        // registers now; `other` was last read before the previous item's
-        // final barrier.
+        // `other` was last read before this item's barrier above (its
+        // previous use: the item before, whose reads precede that barrier).
         if (p0 == 0 && next.index >= 0) {
-          prefetch_tile(next, sbuf, tid);
+          if (!Map::lean_barriers) prefetch_tile(next, sbuf, tid);
           stage_records(next, 0, chunk_len(next.n, 0), other, tid);
         }
       }
@@ -360,7 +367,12 @@ struct FoldKernel {
           }
         }
       }
-      team.team_barrier();
+      // The next chunk of this item is staged into `cur`, and without the
+      // state prefetch a persistent team's next item too: only after everyone
+      // has read it. Otherwise the next write to `cur` (the item after next's
+      // records) comes after the next item's first barrier.
+      if (!Map::lean_barriers || p0 + kChunk < n || (kPersistent && !Map::prefetch_state))
+        team.team_barrier();
     }
     GDN_UNROLL
     for (int it = 0; it < kItems; ++it) store_vec(head + item_offset(tid, it, row0), s[it]);

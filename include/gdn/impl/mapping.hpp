@@ -168,6 +168,7 @@ struct FoldMapping {
   /// 7604 -> 6215 us, 8 -> 16 6291 -> 5847 us, 16 -> 32 5692 -> 5729 us;
   /// T = 1 within 3 %.
   static constexpr int apply_block = 16;
+  static constexpr bool lean_barriers = true;  ///< one-thread teams: no barrier to spare
   static constexpr int min_teams_per_sm(int /*dk*/) { return 1; }
   /// one team per work item (launch_teams)
   static constexpr int persistent_teams_per_sm(int /*dk*/) { return 0; }
@@ -299,6 +300,9 @@ struct FoldMapping {
 #endif
 #ifndef GDN_CUDA_FOLD_CHUNK_RECORDS
 #define GDN_CUDA_FOLD_CHUNK_RECORDS 16
+#endif
+#ifndef GDN_CUDA_FOLD_LEAN_BARRIERS
+#define GDN_CUDA_FOLD_LEAN_BARRIERS 1
 #endif
 /// CUDA: `row_lanes` lanes split the rows of `cols_per_lane` columns; with the
 /// defaults (8 x 4) a warp covers 16 columns and a lane holds (Dk/8) x 4
@@ -604,6 +608,11 @@ struct FoldMapping<Kokkos::Cuda, StateT> {
     return persistent ? min_teams_per_sm(dk) : 0;
   }
   static constexpr bool prefetch_state = persistent;
+  /// The next tile's copies start before the item's first team barrier (a
+  /// thread's slots of the state buffer are its own), and a chunk ends with a
+  /// team barrier only when the record buffer is written again before the
+  /// next one (fold_kernel.hpp). 0: the barrier first and one after every chunk.
+  static constexpr bool lean_barriers = GDN_CUDA_FOLD_LEAN_BARRIERS != 0;
   using schedule = Kokkos::Schedule<Kokkos::Static>;
 };
 #endif
