@@ -79,9 +79,9 @@ fi
 if [ -n "$bench" ]; then
   run_bench "$dir" cuda
   python3 "$GDN_ROOT/perf/render.py" "$OUT/bench_cuda.json" "$OUT/bench_cuda.md" >/dev/null 2>&1 || true
-  grep -E 'copy|peak' "$OUT/bench_cuda.txt" | head -4 | tee -a "$OUT/summary.txt"
+  grep -E '^gdn_bench: (copy_bw|fp32_peak)' "$OUT/bench_cuda.txt" | tee -a "$OUT/summary.txt" || true
   "$dir/perf/gdn_launch_probe" > "$OUT/launch_probe.txt" 2>&1 || say "gdn_launch_probe failed"
-  grep -E 'fenced' "$OUT/launch_probe.txt" | tee -a "$OUT/summary.txt"
+  grep -E 'fenced' "$OUT/launch_probe.txt" | tee -a "$OUT/summary.txt" || true
 fi
 if [ -n "$ncu_re" ]; then
   ncu --clock-control none --set full --kernel-name-base demangled -k "regex:${GDN_NCU_KERNEL:-RecurrenceKernel}" --launch-skip 2 --launch-count 1 -o "$OUT/ncu" \

@@ -16,7 +16,11 @@
 /// asynchronous copies of its next item's tile and first chunk of records
 /// into scratch are in flight (`prefetch_state`; two record buffers used in
 /// turn), and the table entries (num_accepted, ring and state rows) of the
-/// item after that are being loaded. An item whose `n = num_accepted[b]` is
+/// item after that are being loaded. A thread copies and reads only its own
+/// slots of the state buffer, so it starts the next tile's copies as soon as
+/// it has read its slots (a warp sync, not a team barrier; the mapping's
+/// `lean_barriers`), and a chunk ends with a team barrier only when its
+/// record buffer is refilled before the next chunk's barrier. An item whose `n = num_accepted[b]` is
 /// 0 or above RING_LEN is skipped before anything of it is read. Team: `team_threads`
 /// threads; a work item covers `cols_per_item` consecutive columns of one
 /// row (item_offset). On CUDA a thread's items are consecutive rows of one
