@@ -22,7 +22,9 @@ it matters for the short ones.
 With copy_us in the JSON (a copy of the case's own byte count timed the
 same way, perf/bench_gdn.cpp) it also prints that time; where it exceeds
 the time needed, a plain copy of those bytes would miss the target too
-("copy > need"): the target asks for more than copy_bw at that size.
+("copy > need"): the target asks for more than a copy of that size achieves.
+The copy is a reference, not a bound: a kernel can beat it, e.g. when its
+state stays in the cache across calls and the copy's two buffers do not.
 """
 import json
 import os
