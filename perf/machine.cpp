@@ -156,19 +156,10 @@ double measure_copy_bw(bool host) {
       Kokkos::view_alloc("gdn_bench::copy_dst", Kokkos::WithoutInitializing), n);
   Kokkos::deep_copy(src, 1.0f);  // first touch
   Kokkos::deep_copy(dst, 0.0f);
-  Exec space;
-  space.fence();
-  for (int w = 0; w < 2; ++w) Kokkos::deep_copy(dst, src);
-  space.fence();
-  std::vector<double> t;
-  for (int r = 0; r < 11; ++r) {
-    space.fence();
-    Kokkos::Timer timer;
-    Kokkos::deep_copy(dst, src);
-    space.fence();
-    t.push_back(timer.seconds());
-  }
-  return 2.0 * static_cast<double>(bytes) / median(t);
+  Exec().fence();
+  double returned = 0;  // not reported
+  const double t = fenced_median([&] { Kokkos::deep_copy(dst, src); }, returned, 11, 2);
+  return 2.0 * static_cast<double>(bytes) / t;
 }
 
 double fenced_median(const std::function<void()>& call, double& host, int samples, int warmup) {

@@ -17,20 +17,24 @@
 /// into scratch are in flight (`prefetch_state`; two record buffers used in
 /// turn), and the table entries (num_accepted, ring and state rows) of the
 /// item after that are being loaded. A thread copies and reads only its own
-/// slots of the state buffer, so it starts the next tile's copies as soon as
-/// it has read its slots (a warp sync, not a team barrier; the mapping's
-/// `lean_barriers`), and a chunk ends with a team barrier only when its
-/// record buffer is refilled before the next chunk's barrier. An item whose `n = num_accepted[b]`
-/// is 0 or above RING_LEN is skipped before anything of it is read. Team: `team_threads` threads; a
-/// work item covers `cols_per_item` consecutive columns of one row (item_offset). On CUDA a
-/// thread's items are consecutive rows of one column group and neighbouring threads take
-/// neighbouring column groups (a row is read by 16 or 32 threads at once: coalesced), so that a
-/// thread fetches its rows' keys with 16-byte loads; on the host items are dealt round-robin. Each
-/// thread keeps its items in registers for the whole fold: the state is read once and written once.
-/// Records are staged in scratch in chunks of `chunk_records` (the tile's slice of k, this head's
-/// u, the decay; all of a thread's copies in flight at once, `stage_async`; k and u with 16-byte
-/// copies when the float ring allows), then each item applies them in order with the same two
-/// operations the forward uses (token_step.hpp: decay_state, delta_update). On CUDA the record loop
+/// slots of the state buffer, so on CUDA it starts the next tile's copies as
+/// soon as it has read its slots (a warp sync, not a team barrier; the
+/// mapping's `lean_barriers`), and a chunk ends with a team barrier only
+/// when its record buffer is refilled before the next chunk's barrier. An
+/// item whose `n = num_accepted[b]` is 0 or above RING_LEN is skipped
+/// before anything of it is read. Team: `team_threads` threads; a work item
+/// covers `cols_per_item` consecutive columns of one row (item_offset). On
+/// CUDA a thread's items are consecutive rows of one column group and
+/// neighbouring threads take neighbouring column groups (a row is read by 16
+/// or 32 threads at once: coalesced), so that a thread fetches its rows' keys
+/// with 16-byte loads; on the host items are dealt round-robin. Each thread
+/// keeps its items in registers for the whole fold: the state is read once
+/// and written once. Records are staged in scratch in chunks of
+/// `chunk_records` (the tile's slice of k, this head's u, the decay; all of
+/// a thread's copies in flight at once, `stage_async`; k and u with 16-byte
+/// copies when the float ring allows), then each item applies them in order
+/// with the same two operations the forward uses (token_step.hpp:
+/// decay_state, delta_update). On CUDA the record loop
 /// is the outer one (a thread's items share their columns, so u is fetched
 /// once per record); on the host the item loop is, over blocks of
 /// `apply_block` items that take each record together.
