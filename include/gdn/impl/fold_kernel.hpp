@@ -351,8 +351,8 @@ struct FoldKernel {
       if (next.index < 0) break;
       it = next;
       const Item cand = resolve(after);
-      next =
-          (cand.index < 0 || cand.active(*this)) ? cand : next_active(cand.index + stride, stride);
+      next = (cand.index < 0 || cand.active(*this)) ? cand
+                                                    : next_active(cand.index + stride, stride);
       if constexpr (kRecBufs == 2) {
         const RecBuf t = cur;
         cur = other;
