@@ -125,28 +125,6 @@ struct FoldKernel {
     return (n - p0 < kChunk) ? (n - p0) : kChunk;
   }
 
-  /// The table entries an item's fold reads: its row's num_accepted, ring row and state row.
-  struct Entries {
-    int n = 0;
-    std::uint32_t ring_row = 0, state_row = 0;
-  };
-
-  /// layer * B + b of work item `item` (items: layer, sequence, head, tile).
-  KOKKOS_INLINE_FUNCTION unsigned layer_batch(int item) const {
-    return m_heads_div.div(unsigned(item));
-  }
-
-  /// The table entries of the layer and sequence `lb` = layer * B + b.
-  KOKKOS_INLINE_FUNCTION Entries entries_of(unsigned lb) const {
-    const unsigned layer = m_batch_div.div(lb);
-    const unsigned b = lb - layer * unsigned(m_batch);
-    Entries e;
-    e.n = static_cast<int>(m_num_accepted(b));
-    e.ring_row = m_ring_rows(layer, b);
-    e.state_row = m_state_rows(layer, b);
-    return e;
-  }
-
   /// A work item (layer, sequence b, value head h, row tile), decoded, with
   /// the table entries its fold reads: n = num_accepted[b] records of ring
   /// row `ring_row` into state pool row `state_row`; key head kh, group
@@ -157,80 +135,26 @@ struct FoldKernel {
     std::uint32_t ring_row = 0, state_row = 0;
     int tile = 0, h = 0, kh = 0, g = 0;
     KOKKOS_INLINE_FUNCTION Item() {}
-    KOKKOS_INLINE_FUNCTION Item(const FoldKernel& k, int item)
-        : Item(k, item, k.layer_batch(item)) {}
-    /// Item `item` with the entries `e` of its row (already loaded).
-    KOKKOS_INLINE_FUNCTION Item(const FoldKernel& k, int item, const Entries& e)
-        : Item(k, item, k.layer_batch(item), e) {}
-
-   private:
-    KOKKOS_INLINE_FUNCTION Item(const FoldKernel& k, int item, unsigned lb)
-        : Item(k, item, lb, k.entries_of(lb)) {}
-    // Unsigned: the indices are non-negative; the run-time divisors through
-    // FastDiv, the tile count is a compile-time constant.
-    KOKKOS_INLINE_FUNCTION Item(const FoldKernel& k, int item, unsigned lb, const Entries& e)
-        : index(item), n(e.n), ring_row(e.ring_row), state_row(e.state_row) {
+    KOKKOS_INLINE_FUNCTION Item(const FoldKernel& k, int item) : index(item) {
+      // Unsigned: the indices are non-negative; the run-time divisors through
+      // FastDiv, the tile count is a compile-time constant.
+      const unsigned lb = k.m_heads_div.div(unsigned(item));
       const unsigned rest = unsigned(item) - lb * unsigned(tiles_per_head()) * unsigned(k.m_nv);
+      const unsigned layer = k.m_batch_div.div(lb);
+      const unsigned b = lb - layer * unsigned(k.m_batch);
+      n = static_cast<int>(k.m_num_accepted(b));
+      ring_row = k.m_ring_rows(layer, b);
+      state_row = k.m_state_rows(layer, b);
       tile = static_cast<int>(rest % unsigned(tiles_per_head()));
       h = static_cast<int>(rest / unsigned(tiles_per_head()));
       kh = static_cast<int>(k.m_group_div.div(unsigned(h)));
       g = h - kh * k.m_group;
     }
-
-   public:
     /// Has records to apply: 0 < n <= RING_LEN (an item with index >= 0).
     KOKKOS_INLINE_FUNCTION bool active(const FoldKernel& k) const {
       return n != 0 && n <= k.m_ring_len;
     }
   };
-
-  /// An item whose table entries are loading (the mapping's `lane_tables`):
-  /// lane l of a warp holds entry l % 4 (num_accepted, ring row, state row,
-  /// num_accepted), an ordinary register whose load nothing waits for until
-  /// `resolve` hands the entries round the warp. `index` -1: none.
-  struct PendingItem {
-    int index = -1;
-    std::uint32_t entry = 0;
-  };
-
-  /// The item after next as fold_item loads it: pending with `lane_tables`,
-  /// else decoded with its entries.
-  using After = std::conditional_t<Map::lane_tables, PendingItem, Item>;
-
-  /// Start loading item `item` (none past the last item).
-  KOKKOS_INLINE_FUNCTION After load_after(int item) const {
-    if constexpr (Map::lane_tables) {
-      PendingItem p;
-      if (item < m_items) {
-        p.index = item;
-        const unsigned lb = layer_batch(item);
-        const unsigned layer = m_batch_div.div(lb);
-        const unsigned b = lb - layer * unsigned(m_batch);
-        const int which = warp_lane() & 3;
-        const std::uint32_t* const src = which == 1   ? &m_ring_rows(layer, b)
-                                         : which == 2 ? &m_state_rows(layer, b)
-                                                      : &m_num_accepted(b);
-        p.entry = *src;
-      }
-      return p;
-    } else {
-      return item_at(item);
-    }
-  }
-
-  /// The item that `load_after` started (every thread of the warp calls it together).
-  KOKKOS_INLINE_FUNCTION Item resolve(const After& a) const {
-    if constexpr (Map::lane_tables) {
-      if (a.index < 0) return Item();
-      Entries e;
-      e.n = static_cast<int>(warp_broadcast(a.entry, 0));
-      e.ring_row = warp_broadcast(a.entry, 1);
-      e.state_row = warp_broadcast(a.entry, 2);
-      return Item(*this, a.index, e);
-    } else {
-      return a;
-    }
-  }
 
   /// Item `item`, or none (index -1) past the last item.
   KOKKOS_INLINE_FUNCTION Item item_at(int item) const {
@@ -340,19 +264,18 @@ struct FoldKernel {
       stage_records(it, 0, chunk_len(it.n, 0), cur, tid);
     }
     if constexpr (!kPersistent) {  // one team per item: nothing to look ahead to
-      After unused;
+      Item unused;
       fold_item(team, it, Item(), unused, stride, sbuf, cur, other, tid);
       return;
     }
     Item next = next_active(it.index + stride, stride);
     while (true) {
-      After after;  // the candidate after `next` (fold_item starts loading it)
+      Item after;  // the candidate after `next` (fold_item loads it)
       fold_item(team, it, next, after, stride, sbuf, cur, other, tid);
       if (next.index < 0) break;
       it = next;
-      const Item cand = resolve(after);
-      next = (cand.index < 0 || cand.active(*this)) ? cand
-                                                    : next_active(cand.index + stride, stride);
+      next = (after.index < 0 || after.active(*this)) ? after
+                                                      : next_active(after.index + stride, stride);
       if constexpr (kRecBufs == 2) {
         const RecBuf t = cur;
         cur = other;
@@ -368,7 +291,7 @@ struct FoldKernel {
   /// previous item or operator()), and this one starts those of `next` (if
   /// any) into the state buffer and `other`.
   KOKKOS_INLINE_FUNCTION void fold_item(const Member& team, const Item& item, const Item& next,
-                                        After& after, int stride, StateT* sbuf, const RecBuf& cur,
+                                        Item& after, int stride, StateT* sbuf, const RecBuf& cur,
                                         const RecBuf& other, int tid) const {
     const int n = item.n;
     const int row0 = item.tile * kTileRows;
@@ -407,7 +330,7 @@ struct FoldKernel {
         }
       }
       // Loaded here, looked at after the records are applied.
-      if (p0 == 0 && next.index >= 0) after = load_after(next.index + stride);
+      if (p0 == 0 && next.index >= 0) after = item_at(next.index + stride);
       if constexpr (kRecordsOuter) {
         // A thread's items share their columns and are consecutive rows:
         // one fetch of u, of the items' keys and of the decay per record,

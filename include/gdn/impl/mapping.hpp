@@ -173,9 +173,6 @@ struct FoldMapping {
   /// the host fold measured 1 to 5 % slower at B = 1 and 8 (2-core EPYC,
   /// D64, L = 1, four runs of each build alternated).
   static constexpr bool lean_barriers = false;
-  /// Table entries of the item after next read by all of a warp's lanes
-  /// (the CUDA mapping's `lane_tables`; host teams have no item after next).
-  static constexpr bool lane_tables = false;
   static constexpr int min_teams_per_sm(int /*dk*/) { return 1; }
   /// one team per work item (launch_teams)
   static constexpr int persistent_teams_per_sm(int /*dk*/) { return 0; }
@@ -310,9 +307,6 @@ struct FoldMapping {
 #endif
 #ifndef GDN_CUDA_FOLD_LEAN_BARRIERS
 #define GDN_CUDA_FOLD_LEAN_BARRIERS 1
-#endif
-#ifndef GDN_CUDA_FOLD_LANE_TABLES
-#define GDN_CUDA_FOLD_LANE_TABLES 1
 #endif
 /// CUDA: `row_lanes` lanes split the rows of `cols_per_lane` columns; with the
 /// defaults (8 x 4) a warp covers 16 columns and a lane holds (Dk/8) x 4
@@ -623,14 +617,6 @@ struct FoldMapping<Kokkos::Cuda, StateT> {
   /// team barrier only when the record buffer is written again before the
   /// next one (fold_kernel.hpp). 0: the barrier first and one after every chunk.
   static constexpr bool lean_barriers = GDN_CUDA_FOLD_LEAN_BARRIERS != 0;
-  /// The table entries (num_accepted, ring and state row) of the item after
-  /// next: lane l of a warp loads entry l % 4 (the fourth: num_accepted
-  /// again), and a shuffle hands them to the warp after the current item's
-  /// records (fold_kernel.hpp, PendingItem). With each lane loading all three,
-  /// the compiler moved them into uniform registers right after the loads and
-  /// the warp waited there for them (ncu, bf16 D128, L = 1, B = 128, T = 1:
-  /// 25 % of the stall samples). 0: every lane loads the three.
-  static constexpr bool lane_tables = GDN_CUDA_FOLD_LANE_TABLES != 0;
   using schedule = Kokkos::Schedule<Kokkos::Static>;
 };
 #endif
@@ -804,26 +790,6 @@ KOKKOS_FORCEINLINE_FUNCTION void lane_gather(float own, float (&out)[C]) {
 KOKKOS_FORCEINLINE_FUNCTION void vector_sync() {
 #if defined(__CUDA_ARCH__)
   __syncwarp();
-#endif
-}
-
-/// This thread's lane in its warp (CUDA); 0 on the host.
-KOKKOS_FORCEINLINE_FUNCTION int warp_lane() {
-#if defined(__CUDA_ARCH__)
-  return static_cast<int>((threadIdx.y * blockDim.x + threadIdx.x) & 31u);
-#else
-  return 0;
-#endif
-}
-
-/// The `v` of warp lane `src` (CUDA: every thread of the warp calls it
-/// together, full-warp mask). Host: `v`.
-KOKKOS_FORCEINLINE_FUNCTION std::uint32_t warp_broadcast(std::uint32_t v, int src) {
-#if defined(__CUDA_ARCH__)
-  return __shfl_sync(kFullWarp, v, src);
-#else
-  (void)src;
-  return v;
 #endif
 }
 
