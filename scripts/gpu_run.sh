@@ -12,7 +12,8 @@
 #                  (GDN_BENCH_REPETITIONS=N: median of N interleaved repetitions)
 #   --ncu RE       ncu (clocks untouched) on the first gdn kernel of the first
 #                  benchmark matching RE (GDN_NCU_KERNEL: kernel regex) ->
-#                  ncu_details.txt, ncu_source_sass.csv.gz
+#                  ncu_details.txt, ncu_source_sass.csv.gz; given again, the
+#                  second and later profiles go to ncu<N>_details.txt, ...
 #   --variant N:F  rebuild library + bench with extra compile flags F (mapping
 #                  knobs of include/gdn/impl/mapping.hpp) and rerun the bench
 #                  filter (or GDN_VARIANT_BENCH) -> bench_N.{json,txt}
@@ -28,15 +29,15 @@ if [ -n "${GDN_PACK:-}" ]; then
   pack() { tar czf "$GDN_PACK" --exclude='*.ncu-rep' -C "$OUT" . || log "packing $OUT failed"; }
   trap pack EXIT
 fi
-do_tests=0 do_san=0 bench="" ncu_re=""
-variants=()
+do_tests=0 do_san=0 bench=""
+variants=() ncu_res=()
 while [ $# -gt 0 ]; do
   case $1 in
     --tests) do_tests=1 ;;
     --sanitize) do_san=1 ;;
     --bench) bench=$2; shift ;;
     --variant) variants+=("$2"); shift ;;
-    --ncu) ncu_re=$2; shift ;;
+    --ncu) ncu_res+=("$2"); shift ;;
     *) log "unknown option $1"; exit 2 ;;
   esac
   shift
@@ -83,13 +84,15 @@ if [ -n "$bench" ]; then
   "$dir/perf/gdn_launch_probe" > "$OUT/launch_probe.txt" 2>&1 || say "gdn_launch_probe failed"
   grep -E 'fenced' "$OUT/launch_probe.txt" | tee -a "$OUT/summary.txt" || true
 fi
-if [ -n "$ncu_re" ]; then
-  ncu --clock-control none --set full --kernel-name-base demangled -k "regex:${GDN_NCU_KERNEL:-RecurrenceKernel}" --launch-skip 2 --launch-count 1 -o "$OUT/ncu" \
-    "$dir/perf/gdn_bench" --benchmark_filter="$ncu_re" > "$OUT/ncu.log" 2>&1 || true
-  ncu --import "$OUT/ncu.ncu-rep" --page details > "$OUT/ncu_details.txt" 2>&1 || true
-  ncu --import "$OUT/ncu.ncu-rep" --page source --csv --print-source sass 2>&1 | gzip > "$OUT/ncu_source_sass.csv.gz" || true
-  say "ncu: $(grep -cE 'Duration|Throughput' "$OUT/ncu_details.txt") lines of metrics"
-fi
+n=0
+for ncu_re in "${ncu_res[@]}"; do
+  n=$((n + 1)); p=ncu; [ "$n" -gt 1 ] && p=ncu$n
+  ncu --clock-control none --set full --kernel-name-base demangled -k "regex:${GDN_NCU_KERNEL:-RecurrenceKernel}" --launch-skip 2 --launch-count 1 -o "$OUT/$p" \
+    "$dir/perf/gdn_bench" --benchmark_filter="$ncu_re" > "$OUT/$p.log" 2>&1 || true
+  ncu --import "$OUT/$p.ncu-rep" --page details > "$OUT/${p}_details.txt" 2>&1 || true
+  ncu --import "$OUT/$p.ncu-rep" --page source --csv --print-source sass 2>&1 | gzip > "$OUT/${p}_source_sass.csv.gz" || true
+  say "$p ($ncu_re): $(grep -cE 'Duration|Throughput' "$OUT/${p}_details.txt") lines of metrics"
+done
 for v in "${variants[@]}"; do
   name=${v%%:*} flags=${v#*:}
   vdir=$(configure_and_build "cuda-$name" "$kokkos" -DGDN_ENABLE_TESTS=OFF -DGDN_ENABLE_EXAMPLES=OFF \
