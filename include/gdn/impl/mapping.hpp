@@ -142,10 +142,6 @@ struct RecurrenceMapping {
   static constexpr bool prefetch_l2_next(bool /*verify*/, bool /*short_rows*/ = false) {
     return false;
   }
-  /// GPU only (see the CUDA mapping).
-  static constexpr bool early_state_load(bool /*verify*/, bool /*short_rows*/ = false) {
-    return false;
-  }
   /// Prefetch the next item's state into the cache (prefetch_line) during the
   /// last stage of the current one, spread over its sweeps (token_steps_fused).
   static constexpr bool prefetch_hint = GDN_HOST_PREFETCH != 0;
@@ -264,9 +260,6 @@ struct FoldMapping {
 #endif
 #ifndef GDN_CUDA_PREFETCH_L2_NEXT
 #define GDN_CUDA_PREFETCH_L2_NEXT 1
-#endif
-#ifndef GDN_CUDA_EARLY_STATE_LOAD
-#define GDN_CUDA_EARLY_STATE_LOAD 1
 #endif
 #ifndef GDN_CUDA_SHORT_WINDOW_BF16
 #define GDN_CUDA_SHORT_WINDOW_BF16 2
@@ -527,15 +520,6 @@ struct RecurrenceMapping<Kokkos::Cuda, StateT> {
   static constexpr bool prefetch_l2_next(bool verify, bool short_rows = false) {
     return GDN_CUDA_PERSISTENT && GDN_CUDA_PREFETCH_L2_NEXT != 0 &&
            !prefetch_state(verify, short_rows);
-  }
-  /// With prefetch_l2_next: an item's state fragment is loaded (its raw
-  /// bits, load_raw) at the top of the item's first stage, before the
-  /// stage's wait, norms and barrier, and converted to floats (unpack_raw)
-  /// only after them, so that the loads' latency overlaps that work. ncu of
-  /// verify bf16 D128 B = 256 T = 2 with the loads after the norms: the
-  /// conversions right after them held 13 % of the stall samples.
-  static constexpr bool early_state_load(bool verify, bool short_rows = false) {
-    return GDN_CUDA_EARLY_STATE_LOAD != 0 && prefetch_l2_next(verify, short_rows);
   }
   // persistent teams prefetch the state (prefetch_state, prefetch_l2_next)
   static constexpr bool prefetch_hint = false;
@@ -868,48 +852,6 @@ KOKKOS_FORCEINLINE_FUNCTION void load_vec(const bf16* p, float (&d)[N]) {
 #else
   for (int n = 0; n < N; ++n) d[n] = to_float(p[n]);
 #endif
-}
-
-/// load_vec in two steps, so that the loads and the conversion can sit
-/// apart without more registers: `load_raw` loads the storage bits of N
-/// values into `d` (a float's bits as they are; a bf16 state's N/2 words
-/// into d[0 .. N/2), as float bit patterns), `unpack_raw<T>` turns them
-/// into load_vec's floats in place (nothing to do for a float).
-template <int N>
-KOKKOS_FORCEINLINE_FUNCTION void load_raw(const float* p, float (&d)[N]) {
-  load_vec(p, d);
-}
-
-template <int N>
-KOKKOS_FORCEINLINE_FUNCTION void load_raw(const bf16* p, float (&d)[N]) {
-  static_assert(N % 4 == 0, "load_raw: whole 8-byte words of bf16");
-#if defined(__CUDA_ARCH__)
-  GDN_UNROLL
-  for (int q = 0; q < N / 4; ++q) {
-    const uint2 x = reinterpret_cast<const uint2*>(p)[q];
-    d[2 * q] = __uint_as_float(x.x);
-    d[2 * q + 1] = __uint_as_float(x.y);
-  }
-#else
-  std::memcpy(d, p, N * sizeof(bf16));
-#endif
-}
-
-template <class T, int N>
-KOKKOS_FORCEINLINE_FUNCTION void unpack_raw(float (&d)[N]) {
-  if constexpr (sizeof(T) == 2) {
-    GDN_UNROLL
-    for (int m = N / 2 - 1; m >= 0; --m) {  // from the top: word m is read before d[m] is written
-      std::uint32_t w;
-      std::memcpy(&w, &d[m], sizeof(w));
-      const std::uint32_t lo = w << 16;
-      const std::uint32_t hi = w & 0xffff0000u;
-      std::memcpy(&d[2 * m], &lo, sizeof(lo));
-      std::memcpy(&d[2 * m + 1], &hi, sizeof(hi));
-    }
-  } else {
-    (void)d;
-  }
 }
 
 template <int N>

@@ -125,11 +125,6 @@ struct RecurrenceKernel {
   static constexpr bool kPrefetchState = Map::prefetch_state(Verify, ShortRows);
   static constexpr bool kPrefetchL2Next = Map::prefetch_l2_next(Verify, ShortRows);
   static constexpr int kPrefetchL2MaxLen = Map::prefetch_l2_max_len(Verify, ShortRows);
-  /// Without a state buffer: the fragment's loads issued at the top of the item's first stage,
-  /// its conversion after the stage's wait, norms and barrier (Map::early_state_load).
-  static constexpr int kEarlyPos = GDN_CUDA_EARLY_STATE_LOAD;  // experiment
-  static constexpr bool kEarlyStateLoad =
-      !kPrefetchState && Map::early_state_load(Verify, ShortRows);
   static constexpr int kScalars = 4;  // decay, beta, qf, kinv
   /// Lane groups (GPU): the fused token loop with reduce-scatter sums (compute_stage).
   static constexpr bool kLaneFused = kLanes > 1;
@@ -535,30 +530,11 @@ struct RecurrenceKernel {
       // the wait, so that their latency overlaps it.
       const Stage nxt = next_stage(cur, it, stride);
       const Item nit = (nxt.item == cur.item || nxt.item < 0) ? it : Item(*this, nxt.item);
-      // kEarlyStateLoad: the fragment's loads first (converted after the barrier below).
-      if constexpr (kEarlyStateLoad && kEarlyPos != 2) {
-        if (cur.c0 == 0) {
-          GDN_UNROLL
-          for (int r = 0; r < kRows; ++r) load_raw(frag + frag_row(r), s[r]);
-        }
-      }
       stage_wait();                  // this thread's copies of the stage have landed
-      if constexpr (kEarlyStateLoad && kEarlyPos == 2) {
-        if (cur.c0 == 0) {
-          GDN_UNROLL
-          for (int r = 0; r < kRows; ++r) load_raw(frag + frag_row(r), s[r]);
-        }
-      }
-      if constexpr (kEarlyStateLoad && kEarlyPos == 3) {
-        if (cur.c0 == 0) {
-          GDN_UNROLL
-          for (int r = 0; r < kRows; ++r) unpack_raw<StateT>(s[r]);
-        }
-      }
       if constexpr (kStagedNorms) {  // published by the barrier below
         if (m_staged_norms) staged_norms(cur, it, ChunkBuf(chunks + nb * kChunkFloats), tid);
       }
-      if constexpr (!kSharedStateCopy && !kEarlyStateLoad) {
+      if constexpr (!kSharedStateCopy) {
         if (cur.c0 == 0) {
           if constexpr (kPrefetchState) {
             load_state(sbuf, lane, cg, tid, s);  // this thread's own copies
@@ -575,12 +551,6 @@ struct RecurrenceKernel {
       // only once everyone has (a second barrier).
       if constexpr (kSharedStateCopy) {
         if (cur.c0 == 0) load_state(sbuf, lane, cg, tid, s);
-      }
-      if constexpr (kEarlyStateLoad && kEarlyPos != 3) {
-        if (cur.c0 == 0) {
-          GDN_UNROLL
-          for (int r = 0; r < kRows; ++r) unpack_raw<StateT>(s[r]);
-        }
       }
       if (nxt.item >= 0) {  // start the next stage's copies
         issue_inputs(nxt, nit, ChunkBuf(chunks + (nb ^ 1) * kChunkFloats), tid);
