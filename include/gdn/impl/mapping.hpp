@@ -127,6 +127,8 @@ struct RecurrenceMapping {
   static constexpr bool warp_norms(int /*dk*/, bool /*verify*/, bool /*short_rows*/ = false) {
     return false;
   }
+  /// GPU only (see the CUDA mapping): lane groups sum through shared memory.
+  static constexpr bool smem_sums = false;
   /// Verify with RING_LEN <= this runs its own kernel (0: none; GPU only).
   static constexpr int short_window_max(bool /*verify*/) { return 0; }
   /// Whether forward / verify at head dim `dk` has a short-row kernel (GPU only).
@@ -261,6 +263,9 @@ struct FoldMapping {
 #ifndef GDN_CUDA_PREFETCH_L2_NEXT
 #define GDN_CUDA_PREFETCH_L2_NEXT 1
 #endif
+#ifndef GDN_CUDA_SMEM_SUMS
+#define GDN_CUDA_SMEM_SUMS 1
+#endif
 #ifndef GDN_CUDA_SHORT_WINDOW_BF16
 #define GDN_CUDA_SHORT_WINDOW_BF16 2
 #endif
@@ -361,6 +366,15 @@ struct RecurrenceMapping<Kokkos::Cuda, StateT> {
   static constexpr int team_size(int dk) { return team_threads * row_lanes(dk) / vector_length; }
   static constexpr int row_accumulators = 1;
   static constexpr int col_block = GDN_CUDA_COLS_PER_LANE;  // no blocking
+  /// A lane group's per-token sums (the readout and the key sums of its
+  /// columns, partial over its lanes' rows) through shared memory
+  /// (RecurrenceKernel::compute_stage): every lane stores its partials,
+  /// then, after a warp sync, each lane adds one column's partials of one
+  /// kind in a fixed tree over the group's lanes (two with 4 lanes), and the
+  /// lanes holding key sums compute the delta factors and store them for
+  /// the whole group to load. 0: the shuffle reduce-scatter
+  /// (lane_reduce_scatter, lane_gather) and its selects.
+  static constexpr bool smem_sums = GDN_CUDA_SMEM_SUMS != 0;
   /// Partial sums of a one-lane group's norms (GDN_CUDA_ROW_LANES = 1 only:
   /// lane groups compute their norms by quads, 4 consecutive warp lanes per
   /// q or k vector, 8 vectors per warp at once, quad_sum_squares in
@@ -1027,6 +1041,13 @@ KOKKOS_FORCEINLINE_FUNCTION float* align16(float* p) {
 template <int N>
 KOKKOS_FORCEINLINE_FUNCTION void load_scratch(const float* p, float (&d)[N]) {
   load_vec<N>(p, d);
+}
+
+/// N consecutive floats into team scratch (16-byte stores on the GPU; `p`
+/// 16-byte aligned).
+template <int N>
+KOKKOS_FORCEINLINE_FUNCTION void store_scratch(float* p, const float (&s)[N]) {
+  store_vec<N>(p, s);
 }
 
 }  // namespace Impl

@@ -225,10 +225,22 @@ struct RecurrenceKernel {
                 "quad norms: vectors of whole quarter warps (GDN_CUDA_VECTOR >= 8)");
   /// Floats of the per-vector norm slots: qf and kinv of each token of a chunk, per vector.
   static constexpr int kNormFloats = kWarpNorms ? kTeamSize * 2 * kChunk : 0;
+  /// Map::smem_sums (lane groups): a vector's sum slots in scratch: the
+  /// readout partials ([vector_length][cols_per_lane]: thread w's at w *
+  /// cols_per_lane), kSumPad floats (so that the two kinds of a column fall
+  /// on different banks), the key-sum partials (the same shape), then the
+  /// delta factors of its lane groups ([lane_stride][cols_per_lane]).
+  static constexpr bool kSmemSums = kLaneFused && Map::smem_sums;
+  static constexpr int kSumPad = 16;
+  static constexpr int kSumHalf = Map::vector_length * kCols + kSumPad;  // o partials + pad
+  static constexpr int kSumVecFloats =
+      kSmemSums ? kSumHalf + Map::vector_length * kCols + kStride * kCols : 0;
+  static constexpr int kSumFloats = kSumVecFloats * kTeamSize;
+  static_assert(kSumVecFloats % 4 == 0, "the sum slots must stay 16-byte aligned");
 
   // +4: room to align the scratch arrays to 16 bytes.
   KOKKOS_INLINE_FUNCTION static constexpr int scratch_floats() {
-    return kStateBufFloats + 2 * kChunkFloats + kNormFloats + 4;
+    return kStateBufFloats + 2 * kChunkFloats + kNormFloats + kSumFloats + 4;
   }
   KOKKOS_INLINE_FUNCTION static constexpr int tiles_per_head() { return Dk / kTeamCols; }
 
@@ -516,6 +528,7 @@ struct RecurrenceKernel {
     StateT* const sbuf = reinterpret_cast<StateT*>(base);
     float* const chunks = base + kStateBufFloats;    // two chunk buffers
     float* const norms = chunks + 2 * kChunkFloats;  // per-vector norm slots (kWarpNorms)
+    float* const sums = norms + kNormFloats;         // per-vector sum slots (kSmemSums)
     // Row lane, lane group and thread index (consecutive threads stage consecutive values).
     const int lane = vector_index() / kStride;
     const int cg = team.team_rank() * kStride + vector_index() % kStride;
@@ -572,8 +585,8 @@ struct RecurrenceKernel {
       }
       const StateT* const pf =
           Map::prefetch_hint ? next_item_hint(cur, nxt, nit, lane, cg) : nullptr;
-      compute_stage(team, it, cur.c0, ChunkBuf(chunks + nb * kChunkFloats), norms, s, lane, cg, tid,
-                    pf);
+      compute_stage(team, it, cur.c0, ChunkBuf(chunks + nb * kChunkFloats), norms, sums, s, lane,
+                    cg, tid, pf);
       if (cur.c0 + kChunk >= it.len && !(Verify && it.len <= m_ring_len)) {
         GDN_UNROLL
         for (int r = 0; r < kRows; ++r) store_vec(frag + frag_row(r), s[r]);
@@ -668,7 +681,7 @@ struct RecurrenceKernel {
 
   /// Record writes, norms and the token loop of one staged chunk.
   KOKKOS_INLINE_FUNCTION void compute_stage(const Member& team, const Item& it, int c0,
-                                            const ChunkBuf& buf, float* norm_base,
+                                            const ChunkBuf& buf, float* norm_base, float* sum_base,
                                             float (&s)[kRows][kCols], int lane, int cg, int tid,
                                             const StateT* prefetch) const {
     const int nt = stage_tokens(it, c0);
@@ -774,14 +787,23 @@ struct RecurrenceKernel {
     if constexpr (kLaneFused) {
       // One sweep over the fragment per token: token t's update and readout
       // sums with token t+1's decay and key sums (fused_sweep). The group's
-      // sums are reduce-scattered: lane `lane` ends with column
-      // scatter_column(lane) of kv (its delta factor is computed there and
-      // gathered by every lane) and of the readout; of the lanes holding a
-      // column, the first writes the output and the second the record's u.
-      constexpr int kPer = kLanes / kCols;  // lanes per scattered column
-      const int my_col = scatter_column<kLanes, kCols>(lane);
-      const bool out_lane = lane % kPer == 0;
-      const bool rec_lane = record && (kPer == 1 || lane % kPer == 1);
+      // sums, partial over each lane's rows, are added either through
+      // shared memory (kSmemSums: lane `lane` adds the partials of kind
+      // lane / kCols, readout or key sums, of column lane % kCols, both
+      // kinds with 4 lanes; the lanes with key sums compute that column's
+      // delta factor, store it for the group and write the record's u, the
+      // others write the output) or by a reduce-scatter (lane `lane` ends
+      // with column scatter_column(lane) of both kinds, computes its delta
+      // factor, which every lane gathers; of the kPer lanes holding a
+      // column, the first writes the output and the second the record's u).
+      constexpr int kPer = kLanes / kCols;                          // lanes per scattered column
+      constexpr int kTargets = kSmemSums ? 2 * kCols / kLanes : 0;  // sums added per lane
+      static_assert(!kSmemSums || kTargets == 1 || kTargets == 2,
+                    "shared-memory sums: 4 or 8 lanes of 4 columns");
+      const int my_col = kSmemSums ? lane % kCols : scatter_column<kLanes, kCols>(lane);
+      const bool out_lane = kSmemSums ? (kTargets == 2 || lane < kCols) : lane % kPer == 0;
+      const bool kv_lane = kSmemSums ? (kTargets == 2 || lane >= kCols) : true;
+      const bool rec_lane = record && (kSmemSums ? kv_lane : (kPer == 1 || lane % kPer == 1));
       // Token tt's output and record u at out_p / rec_p (advanced per token).
       float* out_p = &m_out(it.t_begin + static_cast<std::uint32_t>(c0),
                             static_cast<long>(it.h) * Dk + col0 + my_col);
@@ -811,31 +833,98 @@ struct RecurrenceKernel {
       load_scalars(0);
       fused_sweep<kRows, kCols, kLanes, 1, kCols, false, true>(s, 0, k_lane, q_lane, u, oacc,
                                                                k_lane, db[0], nacc);
-      float u_own =
-          delta_factor(v_own[0], lane_reduce_scatter<kLanes, kStride>(nacc[0], lane), db[1], nm[1]);
-      lane_gather<kLanes, kStride>(u_own, u);
-      for (int tt = 0; tt < nt; ++tt) {
-        const float* const kt = k_lane + tt * Dk;
-        const float* const qt = q_lane + tt * Dk;
-        const float qf = nm[0];
-        const bool next = tt + 1 < nt;
-        if (next) {
-          load_scalars(tt + 1);
-          fused_sweep<kRows, kCols, kLanes, 1, kCols, true, true>(s, 0, kt, qt, u, oacc, kt + Dk,
-                                                                  db[0], nacc);
-        } else {
-          fused_sweep<kRows, kCols, kLanes, 1, kCols, true, false>(s, 0, kt, qt, u, oacc, kt, 0.0f,
-                                                                   nacc);
+      if constexpr (kSmemSums) {
+        // This vector's sum slots (kSumVecFloats): thread w's partials at w * kCols (readout)
+        // and kSumHalf + w * kCols (key sums); its lane group's delta factors at dst_u.
+        const int w = vector_index();
+        const int gi = w % kStride;  // the lane group within the vector
+        float* const vsum = sum_base + team.team_rank() * kSumVecFloats;
+        float* const own = vsum + w * kCols;
+        float* const dst_u = vsum + 2 * kSumHalf - kSumPad + gi * kCols;
+        // The group's sum of kind `kind` (0 readout, 1 key sums) of column my_col: its lanes'
+        // partials (lane l' at vector thread l' * kStride + gi) in a fixed tree.
+        auto group_sum = [&](int kind) {
+          const float* const p = vsum + kind * kSumHalf + gi * kCols + my_col;
+          float x[kLanes][1];
+          GDN_UNROLL
+          for (int l = 0; l < kLanes; ++l) x[l][0] = p[l * kStride * kCols];
+          combine_partials<kLanes, 1>(x);
+          return x[0][0];
+        };
+        // Token 0's key sums (nacc): its delta factors, gathered into u.
+        store_scratch<kCols>(own + kSumHalf, nacc[0]);
+        vector_sync();  // the partials in place
+        float u_own = 0.0f;
+        if (kv_lane) {
+          u_own = delta_factor(v_own[0], group_sum(1), db[1], nm[1]);
+          dst_u[my_col] = u_own;
         }
-        const float o_own = lane_reduce_scatter<kLanes, kStride>(oacc[0], lane);
-        if (out_lane) *out_p = qf * o_own;
-        if (rec_lane) *rec_p = from_float<RingT>(u_own);
-        out_p += out_tok;
-        if (record) rec_p += rec_stride;
-        if (next) {
-          const float kv = lane_reduce_scatter<kLanes, kStride>(nacc[0], lane);
-          u_own = delta_factor(v_own[(tt + 1) * kTeamCols], kv, db[1], nm[1]);
-          lane_gather<kLanes, kStride>(u_own, u);
+        vector_sync();  // the delta factors in place
+        load_scratch<kCols>(dst_u, u);
+        // Per token: the partials stored, a warp sync, the sums read (output
+        // and next delta factors), a second warp sync (every read of the
+        // partials done before the next token's stores; the delta factors in
+        // place), the delta factors loaded. The second sync also orders the
+        // loads of u before the next token's stores of it.
+        for (int tt = 0; tt < nt; ++tt) {
+          const float* const kt = k_lane + tt * Dk;
+          const float* const qt = q_lane + tt * Dk;
+          const float qf = nm[0];
+          const bool next = tt + 1 < nt;
+          if (next) {
+            load_scalars(tt + 1);
+            fused_sweep<kRows, kCols, kLanes, 1, kCols, true, true>(s, 0, kt, qt, u, oacc, kt + Dk,
+                                                                    db[0], nacc);
+          } else {
+            fused_sweep<kRows, kCols, kLanes, 1, kCols, true, false>(s, 0, kt, qt, u, oacc, kt,
+                                                                     0.0f, nacc);
+          }
+          store_scratch<kCols>(own, oacc[0]);
+          if (next) store_scratch<kCols>(own + kSumHalf, nacc[0]);
+          if (rec_lane) *rec_p = from_float<RingT>(u_own);  // token tt's
+          vector_sync();                                    // the partials in place
+          // With 8 lanes one sum per lane, its kind by lane (no divergent sums).
+          const float x = group_sum(kTargets == 1 ? lane / kCols : 0);
+          if (out_lane) *out_p = qf * x;
+          if (next && kv_lane) {
+            const float kv = kTargets == 1 ? x : group_sum(1);
+            u_own = delta_factor(v_own[(tt + 1) * kTeamCols], kv, db[1], nm[1]);
+            dst_u[my_col] = u_own;
+          }
+          out_p += out_tok;
+          if (record) rec_p += rec_stride;
+          if (next) {
+            vector_sync();  // every partial read; the delta factors in place
+            load_scratch<kCols>(dst_u, u);
+          }
+        }
+      } else {
+        float u_own = delta_factor(v_own[0], lane_reduce_scatter<kLanes, kStride>(nacc[0], lane),
+                                   db[1], nm[1]);
+        lane_gather<kLanes, kStride>(u_own, u);
+        for (int tt = 0; tt < nt; ++tt) {
+          const float* const kt = k_lane + tt * Dk;
+          const float* const qt = q_lane + tt * Dk;
+          const float qf = nm[0];
+          const bool next = tt + 1 < nt;
+          if (next) {
+            load_scalars(tt + 1);
+            fused_sweep<kRows, kCols, kLanes, 1, kCols, true, true>(s, 0, kt, qt, u, oacc, kt + Dk,
+                                                                    db[0], nacc);
+          } else {
+            fused_sweep<kRows, kCols, kLanes, 1, kCols, true, false>(s, 0, kt, qt, u, oacc, kt,
+                                                                     0.0f, nacc);
+          }
+          const float o_own = lane_reduce_scatter<kLanes, kStride>(oacc[0], lane);
+          if (out_lane) *out_p = qf * o_own;
+          if (rec_lane) *rec_p = from_float<RingT>(u_own);
+          out_p += out_tok;
+          if (record) rec_p += rec_stride;
+          if (next) {
+            const float kv = lane_reduce_scatter<kLanes, kStride>(nacc[0], lane);
+            u_own = delta_factor(v_own[(tt + 1) * kTeamCols], kv, db[1], nm[1]);
+            lane_gather<kLanes, kStride>(u_own, u);
+          }
         }
       }
     } else {
