@@ -128,7 +128,9 @@ struct RecurrenceMapping {
     return false;
   }
   /// GPU only (see the CUDA mapping): lane groups sum through shared memory.
-  static constexpr bool smem_sums = false;
+  static constexpr bool smem_sums(int /*dk*/, bool /*verify*/, bool /*short_rows*/ = false) {
+    return false;
+  }
   /// Verify with RING_LEN <= this runs its own kernel (0: none; GPU only).
   static constexpr int short_window_max(bool /*verify*/) { return 0; }
   /// Whether forward / verify at head dim `dk` has a short-row kernel (GPU only).
@@ -370,11 +372,26 @@ struct RecurrenceMapping<Kokkos::Cuda, StateT> {
   /// columns, partial over its lanes' rows) through shared memory
   /// (RecurrenceKernel::compute_stage): every lane stores its partials,
   /// then, after a warp sync, each lane adds one column's partials of one
-  /// kind in a fixed tree over the group's lanes (two with 4 lanes), and the
+  /// kind in a fixed tree over the group's lanes (combine_partials), and the
   /// lanes holding key sums compute the delta factors and store them for
-  /// the whole group to load. 0: the shuffle reduce-scatter
-  /// (lane_reduce_scatter, lane_gather) and its selects.
-  static constexpr bool smem_sums = GDN_CUDA_SMEM_SUMS != 0;
+  /// the whole group to load: about 21 instructions per token against the
+  /// reduce-scatter's 32 (lane_reduce_scatter, lane_gather: shuffles and
+  /// selects). The tree is the reduce-scatter's butterfly (level 1 adds
+  /// lanes l and l ^ L/2, ..., and a + b == b + a), so both give the same
+  /// bits and each kernel may take either. Taken by verify's main kernel at
+  /// 8 row lanes (Dk = 128). Same H200 call, medians of 3, D128, B = 128 /
+  /// 256 / 512, GPU time, with every kernel summing this way against none:
+  /// verify bf16 T = 8 3.7 to 4.7 % faster (B = 256 311.3 -> 296.3 us),
+  /// T = 4 1.1 to 2.0 %, but T = 1 (the short-row kernel) 4.0 to 4.5 %
+  /// slower; verify float T = 8 0.2 to 1.1 % faster, T = 1 0.5 to 0.9 %
+  /// slower; the forward mixed (float T = 8 1.7 to 3.7 % faster, T = 1 0.7
+  /// to 1.4 % slower; bf16 T = 2 0.8 to 3.9 % slower); Dk = 64 (4 lanes, two
+  /// sums per lane) bf16 3 to 16 % slower. GDN_CUDA_SMEM_SUMS: 0 never, 1
+  /// (default) as above, 2 in every kernel at 8 row lanes.
+  static constexpr bool smem_sums(int dk, bool verify, bool short_rows = false) {
+    if (GDN_CUDA_SMEM_SUMS == 0 || row_lanes(dk) != 8) return false;
+    return GDN_CUDA_SMEM_SUMS >= 2 || (verify && !short_rows);
+  }
   /// Partial sums of a one-lane group's norms (GDN_CUDA_ROW_LANES = 1 only:
   /// lane groups compute their norms by quads, 4 consecutive warp lanes per
   /// q or k vector, 8 vectors per warp at once, quad_sum_squares in

@@ -230,7 +230,7 @@ struct RecurrenceKernel {
   /// cols_per_lane), kSumPad floats (so that the two kinds of a column fall
   /// on different banks), the key-sum partials (the same shape), then the
   /// delta factors of its lane groups ([lane_stride][cols_per_lane]).
-  static constexpr bool kSmemSums = kLaneFused && Map::smem_sums;
+  static constexpr bool kSmemSums = kLaneFused && Map::smem_sums(Dk, Verify, ShortRows);
   static constexpr int kSumPad = 16;
   static constexpr int kSumHalf = Map::vector_length * kCols + kSumPad;  // o partials + pad
   static constexpr int kSumVecFloats =
