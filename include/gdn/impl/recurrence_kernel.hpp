@@ -75,7 +75,11 @@
 /// key sums). GPU lane groups reduce-scatter the sums (mapping.hpp): lane l
 /// ends with column l / (row_lanes / cols_per_lane) of kv and of the
 /// readout, computes that column's u, which every lane gathers, and writes
-/// that column's output (the pair's first lane) or record u (its second).
+/// that column's output (the pair's first lane) or record u (its second);
+/// verify's main kernel at Dk = 128 adds them through shared memory instead
+/// (the mapping's `smem_sums`, the same bits: lanes 0-3 of a group add the
+/// readouts of columns 0-3 and write the outputs, lanes 4-7 the key sums,
+/// compute u, hand it round through scratch and write the records).
 /// The host lane runs the same sweep over 16-column blocks
 /// (token_steps_fused) and writes all of its columns. Columns are
 /// independent in the recurrence, so tiles never communicate.
