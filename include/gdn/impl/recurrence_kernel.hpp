@@ -837,6 +837,22 @@ struct RecurrenceKernel {
       load_scalars(0);
       fused_sweep<kRows, kCols, kLanes, 1, kCols, false, true>(s, 0, k_lane, q_lane, u, oacc,
                                                                k_lane, db[0], nacc);
+      // Token tt's sweep: its update and readout sums (oacc) and, when a token
+      // follows (the return value), that token's scalars, decay and key sums (nacc).
+      auto sweep = [&](int tt) {
+        const float* const kt = k_lane + tt * Dk;
+        const float* const qt = q_lane + tt * Dk;
+        const bool next = tt + 1 < nt;
+        if (next) {
+          load_scalars(tt + 1);
+          fused_sweep<kRows, kCols, kLanes, 1, kCols, true, true>(s, 0, kt, qt, u, oacc, kt + Dk,
+                                                                  db[0], nacc);
+        } else {
+          fused_sweep<kRows, kCols, kLanes, 1, kCols, true, false>(s, 0, kt, qt, u, oacc, kt, 0.0f,
+                                                                   nacc);
+        }
+        return next;
+      };
       if constexpr (kSmemSums) {
         // This vector's sum slots (kSumVecFloats): thread w's partials at w * kCols (readout)
         // and kSumHalf + w * kCols (key sums); its lane group's delta factors at dst_u.
@@ -871,18 +887,8 @@ struct RecurrenceKernel {
         // place), the delta factors loaded. The second sync also orders the
         // loads of u before the next token's stores of it.
         for (int tt = 0; tt < nt; ++tt) {
-          const float* const kt = k_lane + tt * Dk;
-          const float* const qt = q_lane + tt * Dk;
-          const float qf = nm[0];
-          const bool next = tt + 1 < nt;
-          if (next) {
-            load_scalars(tt + 1);
-            fused_sweep<kRows, kCols, kLanes, 1, kCols, true, true>(s, 0, kt, qt, u, oacc, kt + Dk,
-                                                                    db[0], nacc);
-          } else {
-            fused_sweep<kRows, kCols, kLanes, 1, kCols, true, false>(s, 0, kt, qt, u, oacc, kt,
-                                                                     0.0f, nacc);
-          }
+          const float qf = nm[0];  // token tt's (sweep loads the next token's scalars)
+          const bool next = sweep(tt);
           store_scratch<kCols>(own, oacc[0]);
           if (next) store_scratch<kCols>(own + kSumHalf, nacc[0]);
           if (rec_lane) *rec_p = from_float<RingT>(u_own);  // token tt's
@@ -907,18 +913,8 @@ struct RecurrenceKernel {
                                    db[1], nm[1]);
         lane_gather<kLanes, kStride>(u_own, u);
         for (int tt = 0; tt < nt; ++tt) {
-          const float* const kt = k_lane + tt * Dk;
-          const float* const qt = q_lane + tt * Dk;
-          const float qf = nm[0];
-          const bool next = tt + 1 < nt;
-          if (next) {
-            load_scalars(tt + 1);
-            fused_sweep<kRows, kCols, kLanes, 1, kCols, true, true>(s, 0, kt, qt, u, oacc, kt + Dk,
-                                                                    db[0], nacc);
-          } else {
-            fused_sweep<kRows, kCols, kLanes, 1, kCols, true, false>(s, 0, kt, qt, u, oacc, kt,
-                                                                     0.0f, nacc);
-          }
+          const float qf = nm[0];  // token tt's (sweep loads the next token's scalars)
+          const bool next = sweep(tt);
           const float o_own = lane_reduce_scatter<kLanes, kStride>(oacc[0], lane);
           if (out_lane) *out_p = qf * o_own;
           if (rec_lane) *rec_p = from_float<RingT>(u_own);
