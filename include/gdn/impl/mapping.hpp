@@ -386,10 +386,12 @@ struct RecurrenceMapping<Kokkos::Cuda, StateT> {
   /// slower; verify float T = 8 0.2 to 1.1 % faster, T = 1 0.5 to 0.9 %
   /// slower; the forward mixed (float T = 8 1.7 to 3.7 % faster, T = 1 0.7
   /// to 1.4 % slower; bf16 T = 2 0.8 to 3.9 % slower); Dk = 64 (4 lanes, two
-  /// sums per lane) bf16 3 to 16 % slower. GDN_CUDA_SMEM_SUMS: 0 never, 1
-  /// (default) as above, 2 in every kernel at 8 row lanes.
+  /// sums per lane, a form `f403975` had and the kernel no longer does) bf16
+  /// 3 to 16 % slower. Needs one sum per lane (row_lanes = 2 x
+  /// cols_per_lane: 8 at Dk = 128). GDN_CUDA_SMEM_SUMS: 0 never, 1 (default)
+  /// as above, 2 in every kernel with 8 row lanes.
   static constexpr bool smem_sums(int dk, bool verify, bool short_rows = false) {
-    if (GDN_CUDA_SMEM_SUMS == 0 || row_lanes(dk) != 8) return false;
+    if (GDN_CUDA_SMEM_SUMS == 0 || row_lanes(dk) != 2 * cols_per_lane) return false;
     return GDN_CUDA_SMEM_SUMS >= 2 || (verify && !short_rows);
   }
   /// Partial sums of a one-lane group's norms (GDN_CUDA_ROW_LANES = 1 only:

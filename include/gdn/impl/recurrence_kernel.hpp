@@ -793,20 +793,19 @@ struct RecurrenceKernel {
       // sums with token t+1's decay and key sums (fused_sweep). The group's
       // sums, partial over each lane's rows, are added either through
       // shared memory (kSmemSums: lane `lane` adds the partials of kind
-      // lane / kCols, readout or key sums, of column lane % kCols, both
-      // kinds with 4 lanes; the lanes with key sums compute that column's
+      // lane / kCols, readout or key sums, of column lane % kCols; the
+      // lanes with key sums compute that column's
       // delta factor, store it for the group and write the record's u, the
       // others write the output) or by a reduce-scatter (lane `lane` ends
       // with column scatter_column(lane) of both kinds, computes its delta
       // factor, which every lane gathers; of the kPer lanes holding a
       // column, the first writes the output and the second the record's u).
-      constexpr int kPer = kLanes / kCols;                          // lanes per scattered column
-      constexpr int kTargets = kSmemSums ? 2 * kCols / kLanes : 0;  // sums added per lane
-      static_assert(!kSmemSums || kTargets == 1 || kTargets == 2,
-                    "shared-memory sums: 4 or 8 lanes of 4 columns");
+      constexpr int kPer = kLanes / kCols;  // lanes per scattered column
+      static_assert(!kSmemSums || kLanes == 2 * kCols,
+                    "shared-memory sums: one sum per lane (twice as many lanes as columns)");
       const int my_col = kSmemSums ? lane % kCols : scatter_column<kLanes, kCols>(lane);
-      const bool out_lane = kSmemSums ? (kTargets == 2 || lane < kCols) : lane % kPer == 0;
-      const bool kv_lane = kSmemSums ? (kTargets == 2 || lane >= kCols) : true;
+      const bool out_lane = kSmemSums ? lane < kCols : lane % kPer == 0;
+      const bool kv_lane = kSmemSums ? lane >= kCols : true;
       const bool rec_lane = record && (kSmemSums ? kv_lane : (kPer == 1 || lane % kPer == 1));
       // Token tt's output and record u at out_p / rec_p (advanced per token).
       float* out_p = &m_out(it.t_begin + static_cast<std::uint32_t>(c0),
@@ -893,12 +892,11 @@ struct RecurrenceKernel {
           if (next) store_scratch<kCols>(own + kSumHalf, nacc[0]);
           if (rec_lane) *rec_p = from_float<RingT>(u_own);  // token tt's
           vector_sync();                                    // the partials in place
-          // With 8 lanes one sum per lane, its kind by lane (no divergent sums).
-          const float x = group_sum(kTargets == 1 ? lane / kCols : 0);
+          // One sum per lane, its kind by lane (no divergent sums).
+          const float x = group_sum(lane / kCols);
           if (out_lane) *out_p = qf * x;
           if (next && kv_lane) {
-            const float kv = kTargets == 1 ? x : group_sum(1);
-            u_own = delta_factor(v_own[(tt + 1) * kTeamCols], kv, db[1], nm[1]);
+            u_own = delta_factor(v_own[(tt + 1) * kTeamCols], x, db[1], nm[1]);
             dst_u[my_col] = u_own;
           }
           out_p += out_tok;
