@@ -1,6 +1,8 @@
 // The bit-exact promises of SPEC.md section 4, over the supported shapes.
 #include "cycle.hpp"
 
+#include <gdn/impl/tuning.hpp>
+
 namespace gdn_test {
 namespace {
 
@@ -97,6 +99,38 @@ TEST(Exactness, ManyWorkItemsPerTeam) {
   cs.cfg = heads(16, 32, 64);
   cs.seed = 11;
   run_cycle<float, float>(cs);
+}
+
+// Runs of work items that share their staged k and q (CUDA verify,
+// RecurrenceKernel::kKqRuns): a team takes 2 or 4 consecutive items (the
+// column tiles and value heads of one key head of a row), and a run's later
+// items of one stage read the k, q and norms the first one staged. A call
+// chooses runs only when they spread evenly over the resident teams, which
+// small batches never do, so the test forces them (gdn/impl/tuning.hpp).
+// Rows of one stage (which reuse), of several stages (which stage their
+// own), empty rows, rows that commit and rows that record; RING_LEN 8 and 2
+// (the short-window kernel with a bf16 state); head groups of 1 (no run
+// fits in a key head at Dk = 64), 2 and 4. The forward takes no runs, so
+// it is the independent side of every comparison. On the host the kernels
+// have no runs and the test runs the ordinary path.
+TEST(Exactness, KqRunsForced) {
+  struct Reset {
+    ~Reset() { gdn::Impl::force_kq_run(0); }
+  } reset;
+  for (int run : {2, 4}) {
+    SCOPED_TRACE("forced run " + std::to_string(run));
+    gdn::Impl::force_kq_run(run);
+    cycle_over_shapes<float, float>(kLens, 8);
+    cycle_over_shapes<gdn::bf16, float>(kLens, 8);
+    cycle_over_shapes<gdn::bf16, float>({2, 1, 0, 3, 2}, 2);
+    CycleSpec cs;
+    cs.cfg = heads(16, 32, 128);
+    for (int b = 0; b < 24; ++b) cs.lens.push_back(b % 7 == 3 ? 0 : (b % 5 == 2 ? 9 : 1 + b % 4));
+    cs.ring_len = 4;
+    cs.seed = 20 + run;
+    run_cycle<float, float>(cs);
+    run_cycle<gdn::bf16, float>(cs);
+  }
 }
 
 TEST(Exactness, RecordPaddingZeroAndLarge) {

@@ -16,6 +16,7 @@
 #include <gdn/impl/cuda_carveout.hpp>
 #include <gdn/impl/fold_kernel.hpp>
 #include <gdn/impl/recurrence_kernel.hpp>
+#include <gdn/impl/tuning.hpp>
 #include <gdn/impl/validate.hpp>
 #include <gdn/ring.hpp>
 
@@ -93,6 +94,33 @@ long long recurrence_league(const HeadConfig& cfg, std::size_t batch) {
          (cfg.key_head_dim / (Map::cols_per_lane * Map::team_threads));
 }
 
+/// The run length of a recurrence call whose kernel shares k and q over runs
+/// of items (RecurrenceKernel::kKqRuns), as a shift: the longest run up to
+/// Map::kq_run_max whose length is a power of two that divides the items of
+/// one key head of a row (`group` value heads x the tiles of a head: a run
+/// never spans two key heads), provided the busiest of `league` persistent
+/// teams then runs at most 3 % more items than with single items (the
+/// runs' work saved per item is a few per cent). 0: single items.
+template <class Kernel>
+int kq_run_shift(long long items, long long league, int group) {
+  if (!Kernel::kKqRuns || league <= 0) return 0;
+  const long long per_key_head = static_cast<long long>(group) * Kernel::tiles_per_head();
+  if (const int forced = forced_kq_run(); forced > 0) {  // tests (tuning.hpp)
+    int shift = 0;
+    while ((2LL << shift) <= forced && per_key_head % (2LL << shift) == 0) ++shift;
+    return shift;
+  }
+  auto busiest = [&](int shift) {  // items of the busiest team
+    const long long runs = items >> shift;
+    return ((runs + league - 1) / league) << shift;
+  };
+  int shift = 0;
+  for (int sh = 1; (1LL << sh) <= Kernel::kRunMax && per_key_head % (1LL << sh) == 0; ++sh) {
+    if (busiest(sh) * 100 <= busiest(0) * 103) shift = sh;
+  }
+  return shift;
+}
+
 template <class ExecSpace, class StateT, class RingT, bool Verify>
 void launch_recurrence(const char* label, const ExecSpace& space, const HeadConfig& cfg,
                        const TokenInputs<typename ExecSpace::memory_space>& in,
@@ -127,8 +155,10 @@ void launch_recurrence(const char* label, const ExecSpace& space, const HeadConf
     const long long items =
         recurrence_league<ExecSpace, StateT>(cfg, slots.extent(0));  // <= INT_MAX (checked)
     k.m_items = static_cast<int>(items);
-    const long long league = launch_teams(space, items, Kernel::kPersistentTeams,
-                                          team_shmem_bytes<Kernel>(Kernel::kTeamSize));
+    long long league = launch_teams(space, items, Kernel::kPersistentTeams,
+                                    team_shmem_bytes<Kernel>(Kernel::kTeamSize));
+    k.m_run_shift = kq_run_shift<Kernel>(items, league, k.m_group);
+    if ((items >> k.m_run_shift) < league) league = items >> k.m_run_shift;  // a run per team
     launch_team_kernel(label, space, league, Kernel::kTeamSize, Kernel::Map::vector_length, k);
   };
   // Short rows may have a kernel of their own (Map::has_short_kernel): verify

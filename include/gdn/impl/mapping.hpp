@@ -131,6 +131,10 @@ struct RecurrenceMapping {
   static constexpr bool smem_sums(int /*dk*/, bool /*verify*/, bool /*short_rows*/ = false) {
     return false;
   }
+  /// GPU only (see the CUDA mapping): runs of work items share their staged k and q.
+  static constexpr int kq_run_max(int /*dk*/, bool /*verify*/, bool /*short_rows*/ = false) {
+    return 1;
+  }
   /// Verify with RING_LEN <= this runs its own kernel (0: none; GPU only).
   static constexpr int short_window_max(bool /*verify*/) { return 0; }
   /// Whether forward / verify at head dim `dk` has a short-row kernel (GPU only).
@@ -268,6 +272,12 @@ struct FoldMapping {
 #ifndef GDN_CUDA_SMEM_SUMS
 #define GDN_CUDA_SMEM_SUMS 1
 #endif
+#ifndef GDN_CUDA_KQ_RUN
+#define GDN_CUDA_KQ_RUN 4
+#endif
+#ifndef GDN_CUDA_KQ_RUN_FWD
+#define GDN_CUDA_KQ_RUN_FWD 1
+#endif
 #ifndef GDN_CUDA_SHORT_WINDOW_BF16
 #define GDN_CUDA_SHORT_WINDOW_BF16 2
 #endif
@@ -393,6 +403,19 @@ struct RecurrenceMapping<Kokkos::Cuda, StateT> {
   static constexpr bool smem_sums(int dk, bool verify, bool short_rows = false) {
     if (GDN_CUDA_SMEM_SUMS == 0 || row_lanes(dk) != 2 * cols_per_lane) return false;
     return GDN_CUDA_SMEM_SUMS >= 2 || (verify && !short_rows);
+  }
+  /// Runs of work items that read the same k and q (RecurrenceKernel::kq_runs):
+  /// a team takes up to this many consecutive items (the tiles and value
+  /// heads of one key head of one row) in a row, and when an item has at
+  /// most one stage, the run's later items use the k and q rows (and their
+  /// norms) that its first item staged, copying only their v and scalars.
+  /// 1: off. GDN_CUDA_KQ_RUN for verify (default 4), GDN_CUDA_KQ_RUN_FWD
+  /// for the forward (default 1). The run length of a call is chosen on the
+  /// host (kq_run_shift, launch.hpp): a power of two that divides the items
+  /// sharing a key head, and only if the runs spread over the teams about
+  /// as evenly as single items.
+  static constexpr int kq_run_max(int /*dk*/, bool verify, bool /*short_rows*/ = false) {
+    return verify ? GDN_CUDA_KQ_RUN : GDN_CUDA_KQ_RUN_FWD;
   }
   /// Partial sums of a one-lane group's norms (GDN_CUDA_ROW_LANES = 1 only:
   /// lane groups compute their norms by quads, 4 consecutive warp lanes per

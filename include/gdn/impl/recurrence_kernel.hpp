@@ -94,6 +94,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <type_traits>
 
 namespace gdn {
 namespace Impl {
@@ -166,6 +167,8 @@ struct RecurrenceKernel {
   /// (launch.hpp). With one token per stage only one warp has norms to compute, and the
   /// others wait for it at the stage's barrier: verify bf16 D128 T = 1 1.5 to 2.1 % slower.
   bool m_staged_norms = false;
+  /// kKqRuns: a team takes runs of 2^m_run_shift consecutive items (launch.hpp, kq_run_shift).
+  int m_run_shift = 0;
 
   /// Floats of the state prefetch buffer: one tile of the state, with kPrefetchState.
   static constexpr int kStateBufFloats =
@@ -194,8 +197,23 @@ struct RecurrenceKernel {
     return row * kTileRowBytes + ((chunk ^ ((row >> 2) & 7)) << 4);
   }
 
-  /// Floats of one staged chunk: k, q (Dk each per token), the tile's v, 4 scalars.
-  static constexpr int kChunkFloats = kChunk * (2 * Dk + kTeamCols + kScalars);
+  /// Runs of items sharing k and q (Map::kq_run_max, lane groups only): a
+  /// team takes 2^m_run_shift consecutive items in a row (after), and a stage
+  /// of a run's later item whose item has one stage (`Stage::reuse`) reads
+  /// the k and q rows, and their norms, that the run's previous stage staged,
+  /// instead of copying and norming them again. So a chunk buffer's k, q and
+  /// norms (the `kq` part) and its v and scalars (the `v` part) switch
+  /// buffers separately: the v part every stage, the kq part every stage
+  /// that stages its own k and q.
+  static constexpr int kRunMax = kLaneFused ? Map::kq_run_max(Dk, Verify, ShortRows) : 1;
+  static constexpr bool kKqRuns = kRunMax > 1;
+  /// Distance between two tokens' norms in a staged chunk: with kKqRuns in
+  /// the kq part (sn), otherwise in the staged scalars ([2], [3]).
+  static constexpr int kNormStride = kKqRuns ? 2 : kScalars;
+  /// Floats of one staged chunk: k, q (Dk each per token), the tile's v, 4 scalars, and with
+  /// kKqRuns 2 norm slots per token.
+  static constexpr int kChunkFloats =
+      kChunk * (2 * Dk + kTeamCols + kScalars) + (kKqRuns ? 2 * kChunk : 0);
   static_assert(kChunkFloats % 4 == 0, "the second chunk buffer must stay 16-byte aligned");
 
   /// 16-byte staging (issue_inputs_threads): unrolled by token (fewer
@@ -248,24 +266,47 @@ struct RecurrenceKernel {
   }
   KOKKOS_INLINE_FUNCTION static constexpr int tiles_per_head() { return Dk / kTeamCols; }
 
-  /// One staged chunk in team scratch (two of them: one computed on, one filling).
+  /// One staged chunk in team scratch (two of them: one computed on, one
+  /// filling): its kq part (k, q, norms) from buffer `kq`, its v part (v,
+  /// scalars) from buffer `v` (the same one unless kKqRuns).
   struct ChunkBuf {
     float* sk;   // [chunk, Dk]
     float* sq;   // [chunk, Dk]
     float* sv;   // [chunk, cols_per_team]
-    float* ssc;  // [chunk, 4]: decay, beta, qf, kinv
+    float* ssc;  // [chunk, 4]: decay, beta, qf, kinv (qf, kinv: unless kKqRuns)
+    float* sn;   // token tt's qf, kinv at sn[tt * kNormStride + 0 / 1] (kKqRuns: [chunk, 2])
     KOKKOS_INLINE_FUNCTION explicit ChunkBuf(float* p)
         : sk(p),
           sq(p + kChunk * Dk),
           sv(p + 2 * kChunk * Dk),
-          ssc(p + 2 * kChunk * Dk + kChunk * kTeamCols) {}
+          ssc(p + 2 * kChunk * Dk + kChunk * kTeamCols),
+          sn(kKqRuns ? p + 2 * kChunk * Dk + kChunk * (kTeamCols + kScalars) : ssc + 2) {}
+    KOKKOS_INLINE_FUNCTION ChunkBuf(float* kq, float* v)
+        : sk(kq),
+          sq(kq + kChunk * Dk),
+          sv(v + 2 * kChunk * Dk),
+          ssc(v + 2 * kChunk * Dk + kChunk * kTeamCols),
+          sn(kKqRuns ? kq + 2 * kChunk * Dk + kChunk * (kTeamCols + kScalars) : ssc + 2) {}
   };
 
   /// A stage of a team's work: chunk [c0, c0 + chunk_tokens) of work item `item`.
-  struct Stage {
+  struct PlainStage {
     int item = -1;  // -1: none
     int c0 = 0;
   };
+  struct RunStage : PlainStage {
+    /// k, q and their norms are the previous stage's (the run's previous item, one stage each).
+    bool reuse = false;
+  };
+  using Stage = std::conditional_t<kKqRuns, RunStage, PlainStage>;
+  /// Whether stage `st` reads the previous stage's k, q and norms (kKqRuns).
+  KOKKOS_INLINE_FUNCTION static bool reuses(const Stage& st) {
+    if constexpr (kKqRuns) {
+      return st.reuse;
+    } else {
+      return false;
+    }
+  }
 
   /// Everything about a work item (sequence b, value head h, column tile).
   /// Built once per item: its row_offsets and slots are read here only.
@@ -311,6 +352,24 @@ struct RecurrenceKernel {
     return -1;
   }
 
+  /// The first item of team `rank` of `stride` teams: -1 if none.
+  KOKKOS_INLINE_FUNCTION int first_item(int rank, int stride) const {
+    if constexpr (kKqRuns) return next_nonempty(rank << m_run_shift, stride << m_run_shift);
+    return next_nonempty(rank, stride);
+  }
+
+  /// The item a team (one of `stride`) takes after `item`: -1 if none. With
+  /// kKqRuns the rest of item's run (runs of 2^m_run_shift items lie in one
+  /// row, so the row is not empty), then run + stride's.
+  KOKKOS_INLINE_FUNCTION int after(int item, int stride) const {
+    if constexpr (kKqRuns) {
+      const int mask = (1 << m_run_shift) - 1;
+      if (((item + 1) & mask) != 0) return item + 1;
+      return next_nonempty((item & ~mask) + (stride << m_run_shift), stride << m_run_shift);
+    }
+    return next_nonempty(item + stride, stride);
+  }
+
   /// The stage after `st` (whose item is `it`) in a team's sequence.
   KOKKOS_INLINE_FUNCTION Stage next_stage(const Stage& st, const Item& it, int stride) const {
     Stage n;
@@ -318,7 +377,11 @@ struct RecurrenceKernel {
       n.item = st.item;
       n.c0 = st.c0 + kChunk;
     } else {
-      n.item = next_nonempty(st.item + stride, stride);
+      n.item = after(st.item, stride);
+      if constexpr (kKqRuns) {  // the same run (so the same row and key head), one stage each
+        n.reuse =
+            n.item == st.item + 1 && (n.item & ((1 << m_run_shift) - 1)) != 0 && it.len <= kChunk;
+      }
     }
     return n;
   }
@@ -407,7 +470,8 @@ struct RecurrenceKernel {
     }
   }
 
-  /// Start this thread's copies of a stage's inputs into scratch.
+  /// Start this thread's copies of a stage's inputs into scratch (its k and q
+  /// rows unless the stage reuses the previous stage's, Stage::reuse).
   KOKKOS_INLINE_FUNCTION void issue_inputs(const Stage& st, const Item& it, const ChunkBuf& buf,
                                            int tid) const {
     const int nt = stage_tokens(it, st.c0);
@@ -432,7 +496,8 @@ struct RecurrenceKernel {
         buf.ssc[tt * kScalars + 1] = m_beta(tok0 + tt, it.h);
       }
     } else {
-      issue_inputs_threads(nt, tok0, x0, q_base, k_base, v_base, x_tok, x_chan, it, buf, tid);
+      issue_inputs_threads(nt, tok0, x0, q_base, k_base, v_base, x_tok, x_chan, it, buf, tid,
+                           !reuses(st));
     }
   }
 
@@ -445,7 +510,7 @@ struct RecurrenceKernel {
   KOKKOS_INLINE_FUNCTION void issue_inputs_threads(int nt, std::uint32_t tok0, const float* x0,
                                                    long q_base, long k_base, long v_base,
                                                    long x_tok, long x_chan, const Item& it,
-                                                   const ChunkBuf& buf, int tid) const {
+                                                   const ChunkBuf& buf, int tid, bool kq) const {
     constexpr int kWords = kKqWords;  // 16-byte words of a k or q row
     static_assert(kThreads % kWords == 0, "a team copies whole 16-byte rows of k and q");
     constexpr int kVWords = kTeamCols / 4;  // 16-byte words of the tile's v row
@@ -461,7 +526,7 @@ struct RecurrenceKernel {
       GDN_UNROLL
       for (int m = 0; m < kKqPasses; ++m) {
         const int tt = t0 + m * kTokStep;
-        if (tt < nt) {
+        if (kq && tt < nt) {
           const float* const xt = xt0 + m * kTokStep * x_tok;
           stage_async_bytes<16>(buf.sk + tt * Dk + 4 * w, xt + k_base);
           stage_async_bytes<16>(buf.sq + tt * Dk + 4 * w, xt + q_base);
@@ -482,7 +547,7 @@ struct RecurrenceKernel {
       constexpr int kRowStep = kThreads / kWords;
       const int w = tid % kWords;
       GDN_NO_UNROLL
-      for (int j = tid / kWords; j < 2 * nt; j += kRowStep) {
+      for (int j = kq ? tid / kWords : 2 * nt; j < 2 * nt; j += kRowStep) {
         const int tt = j >> 1;
         const bool is_k = (j & 1) != 0;
         stage_async_bytes<16>((is_k ? buf.sk : buf.sq) + tt * Dk + 4 * w,
@@ -495,7 +560,7 @@ struct RecurrenceKernel {
       }
     } else {
       GDN_NO_UNROLL
-      for (int i = tid; i < Dk; i += kThreads) {
+      for (int i = kq ? tid : Dk; i < Dk; i += kThreads) {
         const float* xk = x0 + (k_base + i) * x_chan;
         const float* xq = x0 + (q_base + i) * x_chan;
         GDN_NO_UNROLL
@@ -525,7 +590,7 @@ struct RecurrenceKernel {
     const int stride =
         team.league_size();  // persistent teams (CUDA); one item per team on the host
     Stage cur;
-    cur.item = next_nonempty(team.league_rank(), stride);
+    cur.item = first_item(team.league_rank(), stride);
     if (cur.item < 0) return;  // only empty rows: nothing read, nothing written
     ScratchView scratch(team.team_scratch(0), scratch_floats());
     float* const base = align16(scratch.data());
@@ -539,7 +604,16 @@ struct RecurrenceKernel {
     const int tid = team.team_rank() * Map::vector_length + vector_index();
     Item it(*this, cur.item);  // built once per item: one read of row_offsets
     issue_stage(cur, it, ChunkBuf(chunks), sbuf, lane, cg, tid);
-    int nb = 0;
+    int nb = 0;  // the chunk buffer of the stage's v part
+    int kb = 0;  // of its kq part (kKqRuns; otherwise nb)
+    // The stage's chunk: kq part from buffer kq, v part from buffer v.
+    auto chunk_buf = [&](int kq, int v) {
+      if constexpr (kKqRuns) {
+        return ChunkBuf(chunks + kq * kChunkFloats, chunks + v * kChunkFloats);
+      } else {
+        return ChunkBuf(chunks + v * kChunkFloats);
+      }
+    };
     float s[kRows][kCols];
     while (cur.item >= 0) {
       StateT* const frag = state_fragment(it, lane, cg);
@@ -547,9 +621,11 @@ struct RecurrenceKernel {
       // the wait, so that their latency overlaps it.
       const Stage nxt = next_stage(cur, it, stride);
       const Item nit = (nxt.item == cur.item || nxt.item < 0) ? it : Item(*this, nxt.item);
+      // The next stage's kq part: the same as this stage's if it reuses it.
+      const int nkb = reuses(nxt) ? kb : kb ^ 1;
       stage_wait();                  // this thread's copies of the stage have landed
       if constexpr (kStagedNorms) {  // published by the barrier below
-        if (m_staged_norms) staged_norms(cur, it, ChunkBuf(chunks + nb * kChunkFloats), tid);
+        if (m_staged_norms && !reuses(cur)) staged_norms(cur, it, chunk_buf(kb, nb), tid);
       }
       if constexpr (!kSharedStateCopy) {
         if (cur.c0 == 0) {
@@ -570,7 +646,7 @@ struct RecurrenceKernel {
         if (cur.c0 == 0) load_state(sbuf, lane, cg, tid, s);
       }
       if (nxt.item >= 0) {  // start the next stage's copies
-        issue_inputs(nxt, nit, ChunkBuf(chunks + (nb ^ 1) * kChunkFloats), tid);
+        issue_inputs(nxt, nit, chunk_buf(nkb, nb ^ 1), tid);
         if constexpr (kPrefetchState) {
           if (nxt.c0 == 0) {
             if (kSharedStateCopy && cur.c0 == 0) team.team_barrier();
@@ -583,14 +659,14 @@ struct RecurrenceKernel {
           prefetch_tile_l2(nit, tid);  // the next item (no scratch copy of it)
         } else if constexpr (kPrefetchL2MaxLen > 0) {
           if (nit.len <= kPrefetchL2MaxLen) {  // a short next item: the one after it
-            prefetch_tile_l2(next_nonempty(nxt.item + stride, stride), tid);
+            prefetch_tile_l2(after(nxt.item, stride), tid);
           }
         }
       }
       const StateT* const pf =
           Map::prefetch_hint ? next_item_hint(cur, nxt, nit, lane, cg) : nullptr;
-      compute_stage(team, it, cur.c0, ChunkBuf(chunks + nb * kChunkFloats), norms, sums, s, lane,
-                    cg, tid, pf);
+      compute_stage(team, it, cur.c0, reuses(cur), chunk_buf(kb, nb), norms, sums, s, lane, cg, tid,
+                    pf);
       if (cur.c0 + kChunk >= it.len && !(Verify && it.len <= m_ring_len)) {
         GDN_UNROLL
         for (int r = 0; r < kRows; ++r) store_vec(frag + frag_row(r), s[r]);
@@ -598,6 +674,7 @@ struct RecurrenceKernel {
       cur = nxt;
       it = nit;
       nb ^= 1;
+      if constexpr (kKqRuns) kb = nkb;
     }
   }
 
@@ -678,13 +755,19 @@ struct RecurrenceKernel {
       const float ss =
           octet_sum_squares<Dk>((is_k ? buf.sk : buf.sq) + (valid ? tt : first) * Dk, o);
       if (valid && o == 0) {
-        buf.ssc[tt * kScalars + (is_k ? 3 : 2)] = norm_factor(ss, is_k ? 1.0f : m_q_scale);
+        const float f = norm_factor(ss, is_k ? 1.0f : m_q_scale);
+        if constexpr (kKqRuns) {
+          buf.sn[tt * kNormStride + (is_k ? 1 : 0)] = f;
+        } else {
+          buf.ssc[tt * kScalars + (is_k ? 3 : 2)] = f;
+        }
       }
     }
   }
 
   /// Record writes, norms and the token loop of one staged chunk.
-  KOKKOS_INLINE_FUNCTION void compute_stage(const Member& team, const Item& it, int c0,
+  /// `reuse`: the stage reads the previous stage's k, q and norms (reuses).
+  KOKKOS_INLINE_FUNCTION void compute_stage(const Member& team, const Item& it, int c0, bool reuse,
                                             const ChunkBuf& buf, float* norm_base, float* sum_base,
                                             float (&s)[kRows][kCols], int lane, int cg, int tid,
                                             const StateT* prefetch) const {
@@ -736,22 +819,24 @@ struct RecurrenceKernel {
     // Norms: 2*nt sums of squares (task 2*tt: q of token tt, 2*tt + 1: its
     // k), stored as the query factor / key inverse norm at
     // norms[tt * norm_tok + 0 / 1]. Either staged_norms computed them before
-    // the stage's barrier into the staged scalars (kStagedNorms with
-    // m_staged_norms); or (GPU lane groups) quads of lanes compute them here:
-    // the team's quads, storing into the staged scalars (qf, kinv at [2],
-    // [3]), then a team barrier, or, with `warp_norms` (mapping.hpp), every
-    // vector (warp) all of the stage's norms into its own slots, and only a
-    // warp sync stands between the staged inputs and the token loop (4x the
-    // norm arithmetic, one team barrier per stage fewer, fewer registers); or
-    // (one-lane groups: the host) the team's groups share the tasks.
+    // the stage's barrier into the chunk's norm slots (buf.sn: kStagedNorms
+    // with m_staged_norms); or (GPU lane groups) quads of lanes compute them
+    // here: the team's quads, storing into the chunk's norm slots, then a team
+    // barrier, or, with `warp_norms` (mapping.hpp), every vector (warp) all of
+    // the stage's norms into its own slots, and only a warp sync stands
+    // between the staged inputs and the token loop (4x the norm arithmetic,
+    // one team barrier per stage fewer, fewer registers); or (one-lane
+    // groups: the host) the team's groups share the tasks. A stage that
+    // reuses the previous stage's k and q (kKqRuns) finds their norms where
+    // that stage left them.
     const bool staged = kStagedNorms && m_staged_norms;
     // Distance between two tokens' norms when computed below (a vector's own
-    // slots or the staged scalars); norm_tok: wherever they were computed.
-    constexpr int kNormTok = kWarpNorms ? 2 : kScalars;
-    float* const norms =
-        kWarpNorms && !staged ? norm_base + team.team_rank() * (2 * kChunk) : buf.ssc + 2;
-    const int norm_tok = staged ? kScalars : kNormTok;
-    if (!staged) {
+    // slots or the chunk's); norm_tok: wherever they were computed.
+    constexpr int kNormTok = kWarpNorms ? 2 : kNormStride;
+    float* const norms = kWarpNorms && !staged ? norm_base + team.team_rank() * (2 * kChunk)
+                                               : (kKqRuns ? buf.sn : buf.ssc + 2);
+    const int norm_tok = staged ? kNormStride : kNormTok;
+    if (!staged && !reuse) {
       if constexpr (kLaneFused) {  // lane groups: by quads of lanes
         // A quad (4 consecutive lanes) per task (quad_sum_squares): the vector's
         // quads (warp_norms) or the team's. All lanes of a warp run the same
@@ -817,11 +902,11 @@ struct RecurrenceKernel {
       float oacc[1][kCols];
       float nacc[1][kCols];
       // Token tt's decay and beta (staged), its query factor and key inverse norm (this vector's
-      // norms or the staged scalars).
+      // norms, the chunk's norm slots or the staged scalars).
       float db[2];
       float nm[2];
       auto load_scalars = [&](int tt) {
-        if constexpr (kWarpNorms) {
+        if constexpr (kWarpNorms || kKqRuns) {
           load_scratch<2>(buf.ssc + tt * kScalars, db);
           load_scratch<2>(norms + norm_tok * tt, nm);
         } else {  // all four staged together
