@@ -99,8 +99,9 @@ long long recurrence_league(const HeadConfig& cfg, std::size_t batch) {
 /// Map::kq_run_max whose length is a power of two that divides the items of
 /// one key head of a row (`group` value heads x the tiles of a head: a run
 /// never spans two key heads), provided the busiest of `league` persistent
-/// teams then runs at most 3 % more items than with single items (the
-/// runs' work saved per item is a few per cent). 0: single items.
+/// teams then runs at most Map::kq_run_slack_pct (3) per cent more items than
+/// with single items (the work the runs save per item is a few per cent).
+/// 0: single items.
 template <class Kernel>
 int kq_run_shift(long long items, long long league, int group) {
   if (!Kernel::kKqRuns || league <= 0) return 0;
@@ -116,7 +117,7 @@ int kq_run_shift(long long items, long long league, int group) {
   };
   int shift = 0;
   for (int sh = 1; (1LL << sh) <= Kernel::kRunMax && per_key_head % (1LL << sh) == 0; ++sh) {
-    if (busiest(sh) * 100 <= busiest(0) * 103) shift = sh;
+    if (busiest(sh) * 100 <= busiest(0) * (100 + Kernel::Map::kq_run_slack_pct)) shift = sh;
   }
   return shift;
 }

@@ -135,6 +135,7 @@ struct RecurrenceMapping {
   static constexpr int kq_run_max(int /*dk*/, bool /*verify*/, bool /*short_rows*/ = false) {
     return 1;
   }
+  static constexpr int kq_run_slack_pct = 0;  ///< GPU only
   /// Verify with RING_LEN <= this runs its own kernel (0: none; GPU only).
   static constexpr int short_window_max(bool /*verify*/) { return 0; }
   /// Whether forward / verify at head dim `dk` has a short-row kernel (GPU only).
@@ -278,6 +279,9 @@ struct FoldMapping {
 #ifndef GDN_CUDA_KQ_RUN_FWD
 #define GDN_CUDA_KQ_RUN_FWD 1
 #endif
+#ifndef GDN_CUDA_KQ_RUN_SLACK
+#define GDN_CUDA_KQ_RUN_SLACK 3
+#endif
 #ifndef GDN_CUDA_SHORT_WINDOW_BF16
 #define GDN_CUDA_SHORT_WINDOW_BF16 2
 #endif
@@ -417,6 +421,9 @@ struct RecurrenceMapping<Kokkos::Cuda, StateT> {
   static constexpr int kq_run_max(int /*dk*/, bool verify, bool /*short_rows*/ = false) {
     return verify ? GDN_CUDA_KQ_RUN : GDN_CUDA_KQ_RUN_FWD;
   }
+  /// The most a call's busiest team may run beyond its share with single
+  /// items for the call to take runs, in per cent (GDN_CUDA_KQ_RUN_SLACK).
+  static constexpr int kq_run_slack_pct = GDN_CUDA_KQ_RUN_SLACK;
   /// Partial sums of a one-lane group's norms (GDN_CUDA_ROW_LANES = 1 only:
   /// lane groups compute their norms by quads, 4 consecutive warp lanes per
   /// q or k vector, 8 vectors per warp at once, quad_sum_squares in

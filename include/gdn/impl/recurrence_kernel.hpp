@@ -267,46 +267,50 @@ struct RecurrenceKernel {
   KOKKOS_INLINE_FUNCTION static constexpr int tiles_per_head() { return Dk / kTeamCols; }
 
   /// One staged chunk in team scratch (two of them: one computed on, one
-  /// filling): its kq part (k, q, norms) from buffer `kq`, its v part (v,
-  /// scalars) from buffer `v` (the same one unless kKqRuns).
-  struct ChunkBuf {
+  /// filling): its kq part (k, q and, with kKqRuns, norms) from buffer `kq`,
+  /// its v part (v, scalars) from buffer `v` (the same one unless kKqRuns).
+  struct PlainBuf {
     float* sk;   // [chunk, Dk]
     float* sq;   // [chunk, Dk]
     float* sv;   // [chunk, cols_per_team]
     float* ssc;  // [chunk, 4]: decay, beta, qf, kinv (qf, kinv: unless kKqRuns)
-    float* sn;   // token tt's qf, kinv at sn[tt * kNormStride + 0 / 1] (kKqRuns: [chunk, 2])
-    KOKKOS_INLINE_FUNCTION explicit ChunkBuf(float* p)
+    KOKKOS_INLINE_FUNCTION explicit PlainBuf(float* p)
         : sk(p),
           sq(p + kChunk * Dk),
           sv(p + 2 * kChunk * Dk),
-          ssc(p + 2 * kChunk * Dk + kChunk * kTeamCols),
-          sn(kKqRuns ? p + 2 * kChunk * Dk + kChunk * (kTeamCols + kScalars) : ssc + 2) {}
-    KOKKOS_INLINE_FUNCTION ChunkBuf(float* kq, float* v)
+          ssc(p + 2 * kChunk * Dk + kChunk * kTeamCols) {}
+  };
+  struct RunBuf {
+    float* sk;
+    float* sq;
+    float* sv;
+    float* ssc;  // [chunk, 4]: decay, beta (2 and 3 unused)
+    float* sn;   // [chunk, 2]: qf, kinv (after the v part of buffer `kq`)
+    KOKKOS_INLINE_FUNCTION RunBuf(float* kq, float* v)
         : sk(kq),
           sq(kq + kChunk * Dk),
           sv(v + 2 * kChunk * Dk),
           ssc(v + 2 * kChunk * Dk + kChunk * kTeamCols),
-          sn(kKqRuns ? kq + 2 * kChunk * Dk + kChunk * (kTeamCols + kScalars) : ssc + 2) {}
+          sn(kq + 2 * kChunk * Dk + kChunk * (kTeamCols + kScalars)) {}
+    KOKKOS_INLINE_FUNCTION explicit RunBuf(float* p) : RunBuf(p, p) {}
   };
+  using ChunkBuf = std::conditional_t<kKqRuns, RunBuf, PlainBuf>;
 
   /// A stage of a team's work: chunk [c0, c0 + chunk_tokens) of work item `item`.
   struct PlainStage {
     int item = -1;  // -1: none
     int c0 = 0;
+    static constexpr bool reuse = false;
   };
-  struct RunStage : PlainStage {
+  struct RunStage {
+    int item = -1;  // -1: none
+    int c0 = 0;
     /// k, q and their norms are the previous stage's (the run's previous item, one stage each).
     bool reuse = false;
   };
+  /// Stage::reuse: the stage reads the previous stage's k, q and norms (always false without
+  /// kKqRuns).
   using Stage = std::conditional_t<kKqRuns, RunStage, PlainStage>;
-  /// Whether stage `st` reads the previous stage's k, q and norms (kKqRuns).
-  KOKKOS_INLINE_FUNCTION static bool reuses(const Stage& st) {
-    if constexpr (kKqRuns) {
-      return st.reuse;
-    } else {
-      return false;
-    }
-  }
 
   /// Everything about a work item (sequence b, value head h, column tile).
   /// Built once per item: its row_offsets and slots are read here only.
@@ -497,7 +501,7 @@ struct RecurrenceKernel {
       }
     } else {
       issue_inputs_threads(nt, tok0, x0, q_base, k_base, v_base, x_tok, x_chan, it, buf, tid,
-                           !reuses(st));
+                           !st.reuse);
     }
   }
 
@@ -581,6 +585,16 @@ struct RecurrenceKernel {
     }
   }
 
+  /// A stage's chunk in the two chunk buffers at `chunks`: its kq part in buffer `kq`, its v
+  /// part in buffer `v` (kKqRuns; otherwise both in buffer `v`).
+  KOKKOS_INLINE_FUNCTION static ChunkBuf chunk_buf(float* chunks, int kq, int v) {
+    if constexpr (kKqRuns) {
+      return ChunkBuf(chunks + kq * kChunkFloats, chunks + v * kChunkFloats);
+    } else {
+      return ChunkBuf(chunks + v * kChunkFloats);
+    }
+  }
+
   /// Software pipeline over the team's stages: while one stage computes, the
   /// copies of the next one (inputs, and the state at an item's start) are in
   /// flight into the other scratch buffer.
@@ -606,14 +620,6 @@ struct RecurrenceKernel {
     issue_stage(cur, it, ChunkBuf(chunks), sbuf, lane, cg, tid);
     int nb = 0;  // the chunk buffer of the stage's v part
     int kb = 0;  // of its kq part (kKqRuns; otherwise nb)
-    // The stage's chunk: kq part from buffer kq, v part from buffer v.
-    auto chunk_buf = [&](int kq, int v) {
-      if constexpr (kKqRuns) {
-        return ChunkBuf(chunks + kq * kChunkFloats, chunks + v * kChunkFloats);
-      } else {
-        return ChunkBuf(chunks + v * kChunkFloats);
-      }
-    };
     float s[kRows][kCols];
     while (cur.item >= 0) {
       StateT* const frag = state_fragment(it, lane, cg);
@@ -621,11 +627,11 @@ struct RecurrenceKernel {
       // the wait, so that their latency overlaps it.
       const Stage nxt = next_stage(cur, it, stride);
       const Item nit = (nxt.item == cur.item || nxt.item < 0) ? it : Item(*this, nxt.item);
-      // The next stage's kq part: the same as this stage's if it reuses it.
-      const int nkb = reuses(nxt) ? kb : kb ^ 1;
+      // The next stage's kq part: the same as this stage's if it reuses it (kKqRuns).
+      const int nkb = nxt.reuse ? kb : kb ^ 1;
       stage_wait();                  // this thread's copies of the stage have landed
       if constexpr (kStagedNorms) {  // published by the barrier below
-        if (m_staged_norms && !reuses(cur)) staged_norms(cur, it, chunk_buf(kb, nb), tid);
+        if (m_staged_norms && !cur.reuse) staged_norms(cur, it, chunk_buf(chunks, kb, nb), tid);
       }
       if constexpr (!kSharedStateCopy) {
         if (cur.c0 == 0) {
@@ -646,7 +652,7 @@ struct RecurrenceKernel {
         if (cur.c0 == 0) load_state(sbuf, lane, cg, tid, s);
       }
       if (nxt.item >= 0) {  // start the next stage's copies
-        issue_inputs(nxt, nit, chunk_buf(nkb, nb ^ 1), tid);
+        issue_inputs(nxt, nit, chunk_buf(chunks, nkb, nb ^ 1), tid);
         if constexpr (kPrefetchState) {
           if (nxt.c0 == 0) {
             if (kSharedStateCopy && cur.c0 == 0) team.team_barrier();
@@ -665,8 +671,8 @@ struct RecurrenceKernel {
       }
       const StateT* const pf =
           Map::prefetch_hint ? next_item_hint(cur, nxt, nit, lane, cg) : nullptr;
-      compute_stage(team, it, cur.c0, reuses(cur), chunk_buf(kb, nb), norms, sums, s, lane, cg, tid,
-                    pf);
+      compute_stage(team, it, cur.c0, cur.reuse, chunk_buf(chunks, kb, nb), norms, sums, s, lane,
+                    cg, tid, pf);
       if (cur.c0 + kChunk >= it.len && !(Verify && it.len <= m_ring_len)) {
         GDN_UNROLL
         for (int r = 0; r < kRows; ++r) store_vec(frag + frag_row(r), s[r]);
@@ -755,11 +761,10 @@ struct RecurrenceKernel {
       const float ss =
           octet_sum_squares<Dk>((is_k ? buf.sk : buf.sq) + (valid ? tt : first) * Dk, o);
       if (valid && o == 0) {
-        const float f = norm_factor(ss, is_k ? 1.0f : m_q_scale);
         if constexpr (kKqRuns) {
-          buf.sn[tt * kNormStride + (is_k ? 1 : 0)] = f;
+          buf.sn[tt * kNormStride + (is_k ? 1 : 0)] = norm_factor(ss, is_k ? 1.0f : m_q_scale);
         } else {
-          buf.ssc[tt * kScalars + (is_k ? 3 : 2)] = f;
+          buf.ssc[tt * kScalars + (is_k ? 3 : 2)] = norm_factor(ss, is_k ? 1.0f : m_q_scale);
         }
       }
     }
@@ -833,8 +838,12 @@ struct RecurrenceKernel {
     // Distance between two tokens' norms when computed below (a vector's own
     // slots or the chunk's); norm_tok: wherever they were computed.
     constexpr int kNormTok = kWarpNorms ? 2 : kNormStride;
-    float* const norms = kWarpNorms && !staged ? norm_base + team.team_rank() * (2 * kChunk)
-                                               : (kKqRuns ? buf.sn : buf.ssc + 2);
+    float* norms;
+    if constexpr (kKqRuns) {
+      norms = kWarpNorms && !staged ? norm_base + team.team_rank() * (2 * kChunk) : buf.sn;
+    } else {
+      norms = kWarpNorms && !staged ? norm_base + team.team_rank() * (2 * kChunk) : buf.ssc + 2;
+    }
     const int norm_tok = staged ? kNormStride : kNormTok;
     if (!staged && !reuse) {
       if constexpr (kLaneFused) {  // lane groups: by quads of lanes
