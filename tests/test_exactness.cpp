@@ -109,10 +109,11 @@ TEST(Exactness, ManyWorkItemsPerTeam) {
 // small batches never do, so the test forces them (gdn/impl/tuning.hpp).
 // Rows of one stage (which reuse), of several stages (which stage their
 // own), empty rows, rows that commit and rows that record; RING_LEN 8 and 2
-// (the short-window kernel with a bf16 state); head groups of 1 (no run
-// fits in a key head at Dk = 64), 2 and 4. The forward takes no runs, so
-// it is the independent side of every comparison. On the host the kernels
-// have no runs and the test runs the ordinary path.
+// (the short-window kernel with a bf16 state); head groups of 1 (at
+// Dk = 64 no run fits in a key head), 2 and 4. The forward takes no runs,
+// so it is the independent side of every comparison. Where a kernel has no
+// runs (the host, verify at Dk = 64 with a float state) the test runs the
+// ordinary path.
 TEST(Exactness, KqRunsForced) {
   struct Reset {
     ~Reset() { gdn::Impl::force_kq_run(0); }

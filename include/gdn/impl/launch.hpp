@@ -99,7 +99,7 @@ long long recurrence_league(const HeadConfig& cfg, std::size_t batch) {
 /// Map::kq_run_max whose length is a power of two that divides the items of
 /// one key head of a row (`group` value heads x the tiles of a head: a run
 /// never spans two key heads), provided the busiest of `league` persistent
-/// teams then runs at most Map::kq_run_slack_pct (3) per cent more items than
+/// teams then runs at most Map::kq_run_slack_pct (10) per cent more items than
 /// with single items (the work the runs save per item is a few per cent).
 /// 0: single items.
 template <class Kernel>

@@ -280,7 +280,7 @@ struct FoldMapping {
 #define GDN_CUDA_KQ_RUN_FWD 1
 #endif
 #ifndef GDN_CUDA_KQ_RUN_SLACK
-#define GDN_CUDA_KQ_RUN_SLACK 3
+#define GDN_CUDA_KQ_RUN_SLACK 10
 #endif
 #ifndef GDN_CUDA_SHORT_WINDOW_BF16
 #define GDN_CUDA_SHORT_WINDOW_BF16 2
@@ -408,21 +408,37 @@ struct RecurrenceMapping<Kokkos::Cuda, StateT> {
     if (GDN_CUDA_SMEM_SUMS == 0 || row_lanes(dk) != 2 * cols_per_lane) return false;
     return GDN_CUDA_SMEM_SUMS >= 2 || (verify && !short_rows);
   }
-  /// Runs of work items that read the same k and q (RecurrenceKernel::kq_runs):
-  /// a team takes up to this many consecutive items (the tiles and value
-  /// heads of one key head of one row) in a row, and when an item has at
-  /// most one stage, the run's later items use the k and q rows (and their
-  /// norms) that its first item staged, copying only their v and scalars.
-  /// 1: off. GDN_CUDA_KQ_RUN for verify (default 4), GDN_CUDA_KQ_RUN_FWD
-  /// for the forward (default 1). The run length of a call is chosen on the
-  /// host (kq_run_shift, launch.hpp): a power of two that divides the items
-  /// sharing a key head, and only if the runs spread over the teams about
-  /// as evenly as single items.
-  static constexpr int kq_run_max(int /*dk*/, bool verify, bool /*short_rows*/ = false) {
-    return verify ? GDN_CUDA_KQ_RUN : GDN_CUDA_KQ_RUN_FWD;
+  /// Runs of work items that read the same k and q (RecurrenceKernel::kKqRuns):
+  /// a team takes up to this many consecutive items (the column tiles and
+  /// value heads of one key head of one row) in a row, and when an item has
+  /// one stage, the run's later items use the k and q rows (and their norms)
+  /// that its first item staged, copying only their v and scalars: no k and
+  /// q copies, no norm rounds, and their barriers' waits shorter. 1: off.
+  /// The run length of a call is chosen on the host (kq_run_shift,
+  /// launch.hpp): a power of two that divides the items sharing a key head,
+  /// and only if its busiest team then runs at most kq_run_slack_pct per
+  /// cent more items than with single items. For verify (GDN_CUDA_KQ_RUN,
+  /// default 4) except at Dk = 64 with a float state; not for the forward
+  /// (GDN_CUDA_KQ_RUN_FWD, default 1; its decode targets are met, and
+  /// without runs its kernels stay as they were). Same H200 call, medians of
+  /// 3, D128, GPU time, runs (4 at B = 128 to 512 with a bf16 state; with a
+  /// float state 1, 2, 4 at B = 128, 256, 512 and slack 3) against none:
+  /// bf16 T = 1 / 2 / 4 / 8 at B = 256 106.6 / 128.4 / 179.1 / 285.3 us
+  /// against 110.8 / 134.2 / 187.7 / 292.8 (-2.6 to -4.6 %), at B = 512 -5.9
+  /// to -7.5 %; float B = 512 -1.4 to -9.4 %, B = 256 0 to -4.5 %. A call
+  /// before (the first form of the code, other build): bf16 -3.1 to -11.4 %,
+  /// Dk = 64 bf16 -0.4 to -6.3 %, Dk = 64 float -1.0 to +3.9 % (hence off
+  /// there). Slack 10 (runs of 4 at B = 128 and 256 with a float state as
+  /// well) against 3 in the same call: float B = 128 T = 4 / 8 -3.7 / -2.1 %,
+  /// B = 256 -0.5 / -1.6 %, T <= 2 within +-0.6 %; unchanged cases within
+  /// +-1 %.
+  static constexpr int kq_run_max(int dk, bool verify, bool /*short_rows*/ = false) {
+    if (!verify) return GDN_CUDA_KQ_RUN_FWD;
+    return dk <= 64 && sizeof(StateT) == 4 ? 1 : GDN_CUDA_KQ_RUN;
   }
   /// The most a call's busiest team may run beyond its share with single
-  /// items for the call to take runs, in per cent (GDN_CUDA_KQ_RUN_SLACK).
+  /// items for the call to take runs, in per cent (GDN_CUDA_KQ_RUN_SLACK,
+  /// default 10; see kq_run_max).
   static constexpr int kq_run_slack_pct = GDN_CUDA_KQ_RUN_SLACK;
   /// Partial sums of a one-lane group's norms (GDN_CUDA_ROW_LANES = 1 only:
   /// lane groups compute their norms by quads, 4 consecutive warp lanes per
