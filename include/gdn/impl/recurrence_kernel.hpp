@@ -18,7 +18,12 @@
 /// `cols_per_team` state columns), tile fastest, so items that read the same
 /// key and query are neighbours. Teams: one per item on the host; on CUDA
 /// persistent teams (as many as are resident) take items league_rank,
-/// + league_size, ... Team: `team_threads` lane groups of `row_lanes` lanes
+/// + league_size, ..., or, in verify (`kKqRuns`, the mapping's kq_run_max;
+/// the run length chosen per call, launch.hpp kq_run_shift), runs of
+/// 2^m_run_shift consecutive items (the tiles and value heads of one key
+/// head of a row): runs league_rank, + league_size, ..., each item of a run
+/// in turn; a run's later items of one stage reuse the k and q rows and
+/// norms its first item staged. Team: `team_threads` lane groups of `row_lanes` lanes
 /// (interleaved in a warp on CUDA, mapping.hpp); lane `l` of group `cg` owns
 /// rows `lane_row(l, r) = (r/4)*4*row_lanes + 4*l + r%4` (r < Dk/row_lanes;
 /// runs of four rows, token_step.hpp) of columns
