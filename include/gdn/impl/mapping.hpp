@@ -419,8 +419,9 @@ struct RecurrenceMapping<Kokkos::Cuda, StateT> {
   /// and only if its busiest team then runs at most kq_run_slack_pct per
   /// cent more items than with single items. For verify (GDN_CUDA_KQ_RUN,
   /// default 4) except at Dk = 64 with a float state; not for the forward
-  /// (GDN_CUDA_KQ_RUN_FWD, default 1; its decode targets are met, and
-  /// without runs its kernels stay as they were). Same H200 call, medians of
+  /// (GDN_CUDA_KQ_RUN_FWD, default 1: at 4, same H200 call, bf16 decode 7.9
+  /// to 11.4 % slower, T = 2 4 to 6 %, T >= 4 and float -4.1 to +2.8 %;
+  /// docs/performance.md, sixteenth session). Same H200 call, medians of
   /// 3, D128, GPU time, runs (4 at B = 128 to 512 with a bf16 state; with a
   /// float state 1, 2, 4 at B = 128, 256, 512 and slack 3) against none:
   /// bf16 T = 1 / 2 / 4 / 8 at B = 256 106.6 / 128.4 / 179.1 / 285.3 us
