@@ -299,6 +299,8 @@ struct RecurrenceKernel {
           sn(kq + 2 * kChunk * Dk + kChunk * (kTeamCols + kScalars)) {}
     KOKKOS_INLINE_FUNCTION explicit RunBuf(float* p) : RunBuf(p, p) {}
   };
+  /// Two types, not one with a fifth pointer, so that the kernels without runs compile to the
+  /// code they had before the runs (an unused `sn` changed their PTX).
   using ChunkBuf = std::conditional_t<kKqRuns, RunBuf, PlainBuf>;
 
   /// A stage of a team's work: chunk [c0, c0 + chunk_tokens) of work item `item`.
@@ -314,7 +316,9 @@ struct RecurrenceKernel {
     bool reuse = false;
   };
   /// Stage::reuse: the stage reads the previous stage's k, q and norms (always false without
-  /// kKqRuns).
+  /// kKqRuns: a compile-time constant there, and a type of its own for the same reason as
+  /// ChunkBuf's; the run tests stay spelled out in next_stage and after, because helpers for
+  /// them changed the PTX of the measured kernels).
   using Stage = std::conditional_t<kKqRuns, RunStage, PlainStage>;
 
   /// Everything about a work item (sequence b, value head h, column tile).
