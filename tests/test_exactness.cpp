@@ -131,6 +131,23 @@ TEST(Exactness, KqRunsForced) {
     cs.seed = 20 + run;
     run_cycle<float, float>(cs);
     run_cycle<gdn::bf16, float>(cs);
+    // Inputs that are not dense rows of 16-byte words: verify stages k and q one value at a
+    // time and the norms are computed where the k and q are read (no staged norms), so a
+    // run's later items take both from the first item's stage along that path. Head
+    // groups of 2 (Qwen3-Next) and 4; RING_LEN 4 and 2 (the short-window kernel).
+    for (Layout l : {Layout::Padded, Layout::Transposed, Layout::Strided}) {
+      SCOPED_TRACE(layout_name(l));
+      CycleSpec st = cs;
+      st.layout = l;
+      st.seed = 30 + run;
+      run_cycle<float, float>(st);
+      run_cycle<gdn::bf16, float>(st);
+      st.cfg = heads(2, 8, 128);
+      st.lens = {1, 2, 0, 2, 3, 1, 2};
+      st.ring_len = 2;
+      run_cycle<gdn::bf16, float>(st);
+      run_cycle<float, float>(st);
+    }
   }
 }
 

@@ -136,6 +136,7 @@ struct RecurrenceMapping {
     return 1;
   }
   static constexpr int kq_run_slack_pct = 0;  ///< GPU only
+  static constexpr bool kq_run_row = false;   ///< GPU only
   /// Verify with RING_LEN <= this runs its own kernel (0: none; GPU only).
   static constexpr int short_window_max(bool /*verify*/) { return 0; }
   /// Whether forward / verify at head dim `dk` has a short-row kernel (GPU only).
@@ -281,6 +282,9 @@ struct FoldMapping {
 #endif
 #ifndef GDN_CUDA_KQ_RUN_SLACK
 #define GDN_CUDA_KQ_RUN_SLACK 10
+#endif
+#ifndef GDN_CUDA_KQ_RUN_ROW
+#define GDN_CUDA_KQ_RUN_ROW 1
 #endif
 #ifndef GDN_CUDA_SHORT_WINDOW_BF16
 #define GDN_CUDA_SHORT_WINDOW_BF16 2
@@ -442,6 +446,10 @@ struct RecurrenceMapping<Kokkos::Cuda, StateT> {
   /// items for the call to take runs, in per cent (GDN_CUDA_KQ_RUN_SLACK,
   /// default 10; see kq_run_max).
   static constexpr int kq_run_slack_pct = GDN_CUDA_KQ_RUN_SLACK;
+  /// A run's later items take their row's values (row offsets, state and
+  /// ring rows) from the run's previous item instead of reading them again
+  /// (GDN_CUDA_KQ_RUN_ROW, default 1; RecurrenceKernel::next_item).
+  static constexpr bool kq_run_row = GDN_CUDA_KQ_RUN_ROW != 0;
   /// Partial sums of a one-lane group's norms (GDN_CUDA_ROW_LANES = 1 only:
   /// lane groups compute their norms by quads, 4 consecutive warp lanes per
   /// q or k vector, 8 vectors per warp at once, quad_sum_squares in
