@@ -136,7 +136,6 @@ struct RecurrenceMapping {
     return 1;
   }
   static constexpr int kq_run_slack_pct = 0;  ///< GPU only
-  static constexpr bool kq_run_row = false;   ///< GPU only
   /// Verify with RING_LEN <= this runs its own kernel (0: none; GPU only).
   static constexpr int short_window_max(bool /*verify*/) { return 0; }
   /// Whether forward / verify at head dim `dk` has a short-row kernel (GPU only).
@@ -280,11 +279,11 @@ struct FoldMapping {
 #ifndef GDN_CUDA_KQ_RUN_FWD
 #define GDN_CUDA_KQ_RUN_FWD 1
 #endif
+#ifndef GDN_CUDA_KQ_RUN_D64_FLOAT
+#define GDN_CUDA_KQ_RUN_D64_FLOAT 1
+#endif
 #ifndef GDN_CUDA_KQ_RUN_SLACK
 #define GDN_CUDA_KQ_RUN_SLACK 10
-#endif
-#ifndef GDN_CUDA_KQ_RUN_ROW
-#define GDN_CUDA_KQ_RUN_ROW 1
 #endif
 #ifndef GDN_CUDA_SHORT_WINDOW_BF16
 #define GDN_CUDA_SHORT_WINDOW_BF16 2
@@ -422,7 +421,8 @@ struct RecurrenceMapping<Kokkos::Cuda, StateT> {
   /// launch.hpp): a power of two that divides the items sharing a key head,
   /// and only if its busiest team then runs at most kq_run_slack_pct per
   /// cent more items than with single items. For verify (GDN_CUDA_KQ_RUN,
-  /// default 4) except at Dk = 64 with a float state; not for the forward
+  /// default 4) except at Dk = 64 with a float state (GDN_CUDA_KQ_RUN_D64_FLOAT,
+  /// default 1); not for the forward
   /// (GDN_CUDA_KQ_RUN_FWD, default 1: at 4, same H200 call, bf16 decode 7.9
   /// to 11.4 % slower, T = 2 4 to 6 %, T >= 4 and float -4.1 to +2.8 %;
   /// docs/performance.md, sixteenth session). Same H200 call, medians of
@@ -440,16 +440,12 @@ struct RecurrenceMapping<Kokkos::Cuda, StateT> {
   /// against the previous one (float B = 128 / 256 T >= 4 -2.0 to -3.7 %).
   static constexpr int kq_run_max(int dk, bool verify, bool /*short_rows*/ = false) {
     if (!verify) return GDN_CUDA_KQ_RUN_FWD;
-    return dk <= 64 && sizeof(StateT) == 4 ? 1 : GDN_CUDA_KQ_RUN;
+    return dk <= 64 && sizeof(StateT) == 4 ? GDN_CUDA_KQ_RUN_D64_FLOAT : GDN_CUDA_KQ_RUN;
   }
   /// The most a call's busiest team may run beyond its share with single
   /// items for the call to take runs, in per cent (GDN_CUDA_KQ_RUN_SLACK,
   /// default 10; see kq_run_max).
   static constexpr int kq_run_slack_pct = GDN_CUDA_KQ_RUN_SLACK;
-  /// A run's later items take their row's values (row offsets, state and
-  /// ring rows) from the run's previous item instead of reading them again
-  /// (GDN_CUDA_KQ_RUN_ROW, default 1; RecurrenceKernel::next_item).
-  static constexpr bool kq_run_row = GDN_CUDA_KQ_RUN_ROW != 0;
   /// Partial sums of a one-lane group's norms (GDN_CUDA_ROW_LANES = 1 only:
   /// lane groups compute their norms by quads, 4 consecutive warp lanes per
   /// q or k vector, 8 vectors per warp at once, quad_sum_squares in

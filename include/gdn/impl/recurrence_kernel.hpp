@@ -322,8 +322,7 @@ struct RecurrenceKernel {
   using Stage = std::conditional_t<kKqRuns, RunStage, PlainStage>;
 
   /// Everything about a work item (sequence b, value head h, column tile).
-  /// Built once per item: its row_offsets and slots are read here only (a run's later items
-  /// take them from the item before, next_item).
+  /// Built once per item: its row_offsets and slots are read here only.
   struct Item {
     int tile, h, kh, g, len;
     std::uint32_t t_begin;
@@ -331,20 +330,6 @@ struct RecurrenceKernel {
     std::uint32_t ring_row;  // ring pool row (verify; 0 for the forward)
     KOKKOS_INLINE_FUNCTION Item(const RecurrenceKernel& k, int item)
         : Item(k, item, k.sequence_of(item)) {}
-    /// Item `item` == `prev` + 1 of the same row and key head (kKqRuns: a
-    /// run's later item, next_item): the row's values are `prev`'s, nothing
-    /// is read; the next tile, or the next value head's first. (Recomputing
-    /// the value head from `item` through the group's FastDiv spilled 4 to
-    /// 20 bytes in the bf16 verify kernels, ptxas -v; this form spills none.)
-    KOKKOS_INLINE_FUNCTION Item(int item, const Item& prev)
-        : tile(static_cast<int>(unsigned(item) % unsigned(tiles_per_head()))),
-          h(prev.h + (tile == 0 ? 1 : 0)),
-          kh(prev.kh),
-          g(prev.g + (tile == 0 ? 1 : 0)),
-          len(prev.len),
-          t_begin(prev.t_begin),
-          slot(prev.slot),
-          ring_row(prev.ring_row) {}
 
    private:
     // Unsigned arithmetic (the indices are non-negative; the tile count is a
@@ -396,17 +381,6 @@ struct RecurrenceKernel {
       return next_nonempty((item & ~mask) + (stride << m_run_shift), stride << m_run_shift);
     }
     return next_nonempty(item + stride, stride);
-  }
-
-  /// Item `item`, the item a team takes after `it` (after). With kKqRuns and
-  /// Map::kq_run_row, a later item of the run of `it` (item + 1: `after`
-  /// steps from a run's last item to the next run's first, a multiple of the
-  /// run length) takes its row's values from `it` instead of reading them.
-  KOKKOS_INLINE_FUNCTION Item next_item(int item, const Item& it) const {
-    if constexpr (kKqRuns && Map::kq_run_row) {
-      if ((item & ((1 << m_run_shift) - 1)) != 0) return Item(item, it);
-    }
-    return Item(*this, item);
   }
 
   /// The stage after `st` (whose item is `it`) in a team's sequence.
@@ -661,7 +635,7 @@ struct RecurrenceKernel {
       // The next stage and its item (loads of row_offsets and slots) before
       // the wait, so that their latency overlaps it.
       const Stage nxt = next_stage(cur, it, stride);
-      const Item nit = (nxt.item == cur.item || nxt.item < 0) ? it : next_item(nxt.item, it);
+      const Item nit = (nxt.item == cur.item || nxt.item < 0) ? it : Item(*this, nxt.item);
       // The next stage's kq part: the same as this stage's if it reuses it (kKqRuns).
       const int nkb = nxt.reuse ? kb : kb ^ 1;
       stage_wait();                  // this thread's copies of the stage have landed
