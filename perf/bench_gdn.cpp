@@ -12,7 +12,8 @@
 //                                           Qwen3-Next-80B-style model, one launch)
 // Shapes: nk = 16, nv = 32, Dk = Dv = d with d = 128 (Qwen3-Next's GDN layer)
 // and d = 64. State float or bf16; ring float, record_stride =
-// ring_record_elements rounded up to 16 bytes. B in {1, 8, 32, 128, 256, 512}
+// ring_record_elements rounded up to 16 bytes (GDN_BENCH_RECORD_ALIGN floats,
+// default 4; padding is not counted in the bytes moved). B in {1, 8, 32, 128, 256, 512}
 // up to GDN_BENCH_MAX_BATCH (default 32 on the host, 512 on a GPU), T in
 // {1, 2, 4, 8}. A case whose buffers exceed GDN_BENCH_MAX_GIB (default 8 on the
 // host, 100 on a GPU) is not registered.
@@ -135,6 +136,7 @@ struct Settings {
   int min_samples = 10;
   int max_samples = 5000;
   bool same_bytes_copy = true;  // copy_us (GDN_BENCH_COPY=0: off)
+  int record_align = 4;         // floats (GDN_BENCH_RECORD_ALIGN)
 };
 
 Settings settings_for(const Machine& m) {
@@ -144,6 +146,7 @@ Settings settings_for(const Machine& m) {
   s.min_time = env_double("GDN_BENCH_MIN_TIME", m.host ? 0.2 : 0.1);
   const char* copy = std::getenv("GDN_BENCH_COPY");
   s.same_bytes_copy = copy == nullptr || std::string(copy) != "0";
+  s.record_align = static_cast<int>(env_double("GDN_BENCH_RECORD_ALIGN", 4));
   return s;
 }
 
@@ -237,8 +240,9 @@ struct Case {
   int dim = 128;  // Dk = Dv
   bool bf16_state = false;
   int batch = 1;
-  int window = 1;  // T: tokens per row (fwd, verify), accepted records per row (fold)
-  int layers = 1;  // fold only
+  int window = 1;        // T: tokens per row (fwd, verify), accepted records per row (fold)
+  int record_align = 4;  // record_stride: a multiple of this many floats
+  int layers = 1;        // fold only
 
   gdn::HeadConfig cfg() const { return gdn::HeadConfig{kNumKeyHeads, kNumValueHeads, dim, dim}; }
   double state_row_bytes() const {
@@ -247,7 +251,10 @@ struct Case {
   std::size_t record_elements() const {
     return gdn::ring_record_elements(dim, dim, cfg().group_size());
   }
-  std::size_t record_stride() const { return (record_elements() + 3) / 4 * 4; }  // 16-byte records
+  std::size_t record_stride() const {
+    const std::size_t a = static_cast<std::size_t>(record_align);
+    return (record_elements() + a - 1) / a * a;
+  }
   double tokens() const { return double(batch) * window; }
   double token_bytes() const {  // qkv + decay + beta read, out written
     return 4.0 * (double(cfg().conv_dim()) + 2.0 * kNumValueHeads + double(cfg().value_dim()));
@@ -527,6 +534,7 @@ void register_cases(const Settings& s) {
             c.bf16_state = bf16_state;
             c.batch = batch;
             c.window = window;
+            c.record_align = s.record_align;
             if (c.footprint() > s.max_bytes) {
               std::printf("gdn_bench: skipped %s (%.1f GiB of buffers > GDN_BENCH_MAX_GIB)\n",
                           c.name().c_str(), c.footprint() / double(1ull << 30));
