@@ -146,7 +146,7 @@ Settings settings_for(const Machine& m) {
   s.min_time = env_double("GDN_BENCH_MIN_TIME", m.host ? 0.2 : 0.1);
   const char* copy = std::getenv("GDN_BENCH_COPY");
   s.same_bytes_copy = copy == nullptr || std::string(copy) != "0";
-  s.record_align = static_cast<int>(env_double("GDN_BENCH_RECORD_ALIGN", 4));
+  s.record_align = std::max(1, static_cast<int>(env_double("GDN_BENCH_RECORD_ALIGN", 4)));
   return s;
 }
 
