@@ -151,7 +151,6 @@ struct RecurrenceMapping {
   static constexpr bool prefetch_l2_next(bool /*verify*/, bool /*short_rows*/ = false) {
     return false;
   }
-  static constexpr int prefetch_l2_ahead = 1;  ///< GPU only
   /// Prefetch the next item's state into the cache (prefetch_line) during the
   /// last stage of the current one, spread over its sweeps (token_steps_fused).
   static constexpr bool prefetch_hint = GDN_HOST_PREFETCH != 0;
@@ -269,7 +268,7 @@ struct FoldMapping {
 #define GDN_CUDA_PREFETCH_VERIFY_BF16 1
 #endif
 #ifndef GDN_CUDA_PREFETCH_L2_NEXT
-#define GDN_CUDA_PREFETCH_L2_NEXT 2
+#define GDN_CUDA_PREFETCH_L2_NEXT 1
 #endif
 #ifndef GDN_CUDA_SMEM_SUMS
 #define GDN_CUDA_SMEM_SUMS 1
@@ -607,10 +606,6 @@ struct RecurrenceMapping<Kokkos::Cuda, StateT> {
     return GDN_CUDA_PERSISTENT && GDN_CUDA_PREFETCH_L2_NEXT != 0 &&
            !prefetch_state(verify, short_rows);
   }
-  /// With prefetch_l2_next: the tile prefetched is that of the next item
-  /// (GDN_CUDA_PREFETCH_L2_NEXT = 1) or of the item after it (2; the second
-  /// item's before the first starts).
-  static constexpr int prefetch_l2_ahead = GDN_CUDA_PREFETCH_L2_NEXT;
   // persistent teams prefetch the state (prefetch_state, prefetch_l2_next)
   static constexpr bool prefetch_hint = false;
   /// With prefetch_state: when a team starts the copy of its next item's

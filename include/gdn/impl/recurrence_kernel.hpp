@@ -135,8 +135,6 @@ struct RecurrenceKernel {
   static constexpr bool kPrefetchState = Map::prefetch_state(Verify, ShortRows);
   static constexpr bool kPrefetchL2Next = Map::prefetch_l2_next(Verify, ShortRows);
   static constexpr int kPrefetchL2MaxLen = Map::prefetch_l2_max_len(Verify, ShortRows);
-  /// With kPrefetchL2Next: how many items ahead the L2 prefetch goes (1 or 2).
-  static constexpr int kPrefetchL2Ahead = Map::prefetch_l2_ahead;
   static constexpr int kScalars = 4;  // decay, beta, qf, kinv
   /// Lane groups (GPU): the fused token loop with reduce-scatter sums (compute_stage).
   static constexpr bool kLaneFused = kLanes > 1;
@@ -628,9 +626,6 @@ struct RecurrenceKernel {
     const int cg = team.team_rank() * kStride + vector_index() % kStride;
     const int tid = team.team_rank() * Map::vector_length + vector_index();
     Item it(*this, cur.item);  // built once per item: one read of row_offsets
-    if constexpr (kPrefetchL2Next && kPrefetchL2Ahead >= 2) {
-      prefetch_tile_l2(after(cur.item, stride), tid);  // the second item (the loop: later ones)
-    }
     issue_stage(cur, it, ChunkBuf(chunks), sbuf, lane, cg, tid);
     int nb = 0;  // the chunk buffer of the stage's v part
     int kb = 0;  // of its kq part (kKqRuns; otherwise nb)
@@ -676,11 +671,7 @@ struct RecurrenceKernel {
       }
       if (nxt.item >= 0 && nxt.item != cur.item) {  // the item's last stage: L2 prefetches
         if constexpr (kPrefetchL2Next) {
-          if constexpr (kPrefetchL2Ahead >= 2) {
-            prefetch_tile_l2(after(nxt.item, stride), tid);  // the item after the next
-          } else {
-            prefetch_tile_l2(nit, tid);  // the next item (no scratch copy of it)
-          }
+          prefetch_tile_l2(nit, tid);  // the next item (no scratch copy of it)
         } else if constexpr (kPrefetchL2MaxLen > 0) {
           if (nit.len <= kPrefetchL2MaxLen) {  // a short next item: the one after it
             prefetch_tile_l2(after(nxt.item, stride), tid);
