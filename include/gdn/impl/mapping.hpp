@@ -601,7 +601,10 @@ struct RecurrenceMapping<Kokkos::Cuda, StateT> {
   /// verify float D128, B = 256, T = 1 / 2 / 4 / 8: 158.6 / 166.3 / 216.8 /
   /// 344.3 us; without the prefetch 172.2 / 170.5 / 219.8 / 346.9; prefetched
   /// after the stage's first sweep instead (later, so as not to compete with
-  /// the current tile's loads) 183.0 / 189.3 / 221.2 / 350.0.
+  /// the current tile's loads) 183.0 / 189.3 / 221.2 / 350.0. Two items ahead
+  /// instead of one (`d139554`, reverted; same H200 call, medians of 3, B =
+  /// 128 to 512): verify float 6 to 22 % slower (B = 256 T = 2 156.1 ->
+  /// 187.6 us), the bf16 short-window kernel 2 to 9 % slower.
   static constexpr bool prefetch_l2_next(bool verify, bool short_rows = false) {
     return GDN_CUDA_PERSISTENT && GDN_CUDA_PREFETCH_L2_NEXT != 0 &&
            !prefetch_state(verify, short_rows);
