@@ -285,9 +285,6 @@ struct FoldMapping {
 #ifndef GDN_CUDA_KQ_RUN_SLACK
 #define GDN_CUDA_KQ_RUN_SLACK 10
 #endif
-#ifndef GDN_CUDA_STATE_LOAD_CS
-#define GDN_CUDA_STATE_LOAD_CS 1
-#endif
 #ifndef GDN_CUDA_SHORT_WINDOW_BF16
 #define GDN_CUDA_SHORT_WINDOW_BF16 2
 #endif
@@ -942,40 +939,6 @@ KOKKOS_FORCEINLINE_FUNCTION void load_vec(const bf16* p, float (&d)[N]) {
   }
 #else
   for (int n = 0; n < N; ++n) d[n] = to_float(p[n]);
-#endif
-}
-
-/// load_vec for a state fragment read straight from global memory (the
-/// kernels without a scratch copy of the state): with
-/// GDN_CUDA_STATE_LOAD_CS, streaming loads (ld.global.cs, evict first), so
-/// that the lines read, dead after the read, leave L2 before the prefetched
-/// tiles of the next items. The same values either way.
-template <int N, class T>
-KOKKOS_FORCEINLINE_FUNCTION void load_vec_once(const T* p, float (&d)[N]) {
-#if defined(__CUDA_ARCH__) && GDN_CUDA_STATE_LOAD_CS
-  if constexpr (sizeof(T) == 4 && N % 4 == 0) {
-    GDN_UNROLL
-    for (int q = 0; q < N / 4; ++q) {
-      const float4 x = __ldcs(reinterpret_cast<const float4*>(p) + q);
-      d[4 * q] = x.x;
-      d[4 * q + 1] = x.y;
-      d[4 * q + 2] = x.z;
-      d[4 * q + 3] = x.w;
-    }
-  } else if constexpr (sizeof(T) == 2 && N % 4 == 0) {
-    GDN_UNROLL
-    for (int q = 0; q < N / 4; ++q) {
-      const uint2 x = __ldcs(reinterpret_cast<const uint2*>(p) + q);
-      d[4 * q] = __uint_as_float(x.x << 16);
-      d[4 * q + 1] = __uint_as_float(x.x & 0xffff0000u);
-      d[4 * q + 2] = __uint_as_float(x.y << 16);
-      d[4 * q + 3] = __uint_as_float(x.y & 0xffff0000u);
-    }
-  } else {
-    load_vec<N>(p, d);
-  }
-#else
-  load_vec<N>(p, d);
 #endif
 }
 

@@ -648,7 +648,7 @@ struct RecurrenceKernel {
             load_state(sbuf, lane, cg, tid, s);  // this thread's own copies
           } else {
             GDN_UNROLL
-            for (int r = 0; r < kRows; ++r) load_vec_once(frag + frag_row(r), s[r]);
+            for (int r = 0; r < kRows; ++r) load_vec(frag + frag_row(r), s[r]);
           }
         }
       }
