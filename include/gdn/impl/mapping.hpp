@@ -604,7 +604,9 @@ struct RecurrenceMapping<Kokkos::Cuda, StateT> {
   /// the current tile's loads) 183.0 / 189.3 / 221.2 / 350.0. Two items ahead
   /// instead of one (`d139554`, reverted; same H200 call, medians of 3, B =
   /// 128 to 512): verify float 6 to 22 % slower (B = 256 T = 2 156.1 ->
-  /// 187.6 us), the bf16 short-window kernel 2 to 9 % slower.
+  /// 187.6 us), the bf16 short-window kernel 2 to 9 % slower. Streaming
+  /// loads (ld.global.cs) of the fragment (`b430714`, reverted): verify
+  /// float 11.5 to 14.5 % slower, the short-window kernel 2.9 to 4.4 %.
   static constexpr bool prefetch_l2_next(bool verify, bool short_rows = false) {
     return GDN_CUDA_PERSISTENT && GDN_CUDA_PREFETCH_L2_NEXT != 0 &&
            !prefetch_state(verify, short_rows);
