@@ -433,11 +433,13 @@ struct RecurrenceMapping<Kokkos::Cuda, StateT> {
   /// to -7.5 %; float B = 512 -1.4 to -9.4 %, B = 256 0 to -4.5 %. A call
   /// before (the first form of the code, other build): bf16 -3.1 to -11.4 %,
   /// Dk = 64 bf16 -0.4 to -6.3 %, Dk = 64 float -1.0 to +3.9 % (hence off
-  /// there). Slack 10 (float state: runs of 2 at B = 128 and of 4 at
-  /// B = 256) against 3 in the same call: float B = 128 T = 4 / 8 -3.7 / -2.1 %,
-  /// B = 256 -0.5 / -1.6 %, T <= 2 within +-0.6 %, at that call's noise
-  /// (unchanged cases -1.1 to +3.4 %); the results run of `4392fb7` agrees
-  /// against the previous one (float B = 128 / 256 T >= 4 -2.0 to -3.7 %).
+  /// there; again with the final form, GDN_CUDA_KQ_RUN_D64_FLOAT=4 in one
+  /// call: -3.5 to +5.0 %, median 0.4 % slower). Slack 10 (float state:
+  /// runs of 2 at B = 128 and of 4 at B = 256) against 3 in the same call:
+  /// float B = 128 T = 4 / 8 -3.7 / -2.1 %, B = 256 -0.5 / -1.6 %, T <= 2
+  /// within +-0.6 %, at that call's noise (unchanged cases -1.1 to +3.4 %);
+  /// the results run of `4392fb7` agrees against the previous one (float
+  /// B = 128 / 256 T >= 4 -2.0 to -3.7 %).
   static constexpr int kq_run_max(int dk, bool verify, bool /*short_rows*/ = false) {
     if (!verify) return GDN_CUDA_KQ_RUN_FWD;
     return dk <= 64 && sizeof(StateT) == 4 ? GDN_CUDA_KQ_RUN_D64_FLOAT : GDN_CUDA_KQ_RUN;
