@@ -106,7 +106,8 @@ TEST(Exactness, ManyWorkItemsPerTeam) {
 // column tiles and value heads of one key head of a row), and a run's later
 // items of one stage read the k, q and norms the first one staged. A call
 // chooses runs only when they spread evenly over the resident teams, which
-// small batches never do, so the test forces them (gdn/impl/tuning.hpp).
+// small batches never do, so the test forces them (gdn/impl/tuning.hpp), and
+// with them a small number of persistent teams.
 // Rows of one stage (which reuse), of several stages (which stage their
 // own), empty rows, rows that commit and rows that record; RING_LEN 8 and 2
 // (the short-window kernel with a bf16 state); head groups of 1 (at
@@ -116,37 +117,47 @@ TEST(Exactness, ManyWorkItemsPerTeam) {
 // ordinary path.
 TEST(Exactness, KqRunsForced) {
   struct Reset {
-    ~Reset() { gdn::Impl::force_kq_run(0); }
+    ~Reset() {
+      gdn::Impl::force_kq_run(0);
+      gdn::Impl::force_persistent_teams(0);
+    }
   } reset;
-  for (int run : {2, 4}) {
-    SCOPED_TRACE("forced run " + std::to_string(run));
-    gdn::Impl::force_kq_run(run);
-    cycle_over_shapes<float, float>(kLens, 8);
-    cycle_over_shapes<gdn::bf16, float>(kLens, 8);
-    cycle_over_shapes<gdn::bf16, float>({2, 1, 0, 3, 2}, 2);
-    CycleSpec cs;
-    cs.cfg = heads(16, 32, 128);
-    for (int b = 0; b < 24; ++b) cs.lens.push_back(b % 7 == 3 ? 0 : (b % 5 == 2 ? 9 : 1 + b % 4));
-    cs.ring_len = 4;
-    cs.seed = 20 + run;
-    run_cycle<float, float>(cs);
-    run_cycle<gdn::bf16, float>(cs);
-    // Inputs that are not dense rows of 16-byte words: verify stages k and q one value at a
-    // time and the norms are computed where the k and q are read (no staged norms), so a
-    // run's later items take both from the first item's stage along that path. Head
-    // groups of 2 (Qwen3-Next) and 4; RING_LEN 4 and 2 (the short-window kernel).
-    for (Layout l : {Layout::Padded, Layout::Transposed, Layout::Strided}) {
-      SCOPED_TRACE(layout_name(l));
-      CycleSpec st = cs;
-      st.layout = l;
-      st.seed = 30 + run;
-      run_cycle<float, float>(st);
-      run_cycle<gdn::bf16, float>(st);
-      st.cfg = heads(2, 8, 128);
-      st.lens = {1, 2, 0, 2, 3, 1, 2};
-      st.ring_len = 2;
-      run_cycle<gdn::bf16, float>(st);
-      run_cycle<float, float>(st);
+  // As many persistent teams as are resident (on a large GPU each team then
+  // takes about one run of these batches), and 7 (every level of the run
+  // plan, run_plan.hpp: whole rounds of long runs, of shorter ones, then
+  // single items, and the runs of empty rows skipped).
+  for (int teams : {0, 7}) {
+    for (int run : {2, 4}) {
+      SCOPED_TRACE("forced run " + std::to_string(run) + ", teams " + std::to_string(teams));
+      gdn::Impl::force_kq_run(run);
+      gdn::Impl::force_persistent_teams(teams);
+      cycle_over_shapes<float, float>(kLens, 8);
+      cycle_over_shapes<gdn::bf16, float>(kLens, 8);
+      cycle_over_shapes<gdn::bf16, float>({2, 1, 0, 3, 2}, 2);
+      CycleSpec cs;
+      cs.cfg = heads(16, 32, 128);
+      for (int b = 0; b < 24; ++b) cs.lens.push_back(b % 7 == 3 ? 0 : (b % 5 == 2 ? 9 : 1 + b % 4));
+      cs.ring_len = 4;
+      cs.seed = 20 + run;
+      run_cycle<float, float>(cs);
+      run_cycle<gdn::bf16, float>(cs);
+      // Inputs that are not dense rows of 16-byte words: verify stages k and q one value at a
+      // time and the norms are computed where the k and q are read (no staged norms), so a
+      // run's later items take both from the first item's stage along that path. Head
+      // groups of 2 (Qwen3-Next) and 4; RING_LEN 4 and 2 (the short-window kernel).
+      for (Layout l : {Layout::Padded, Layout::Transposed, Layout::Strided}) {
+        SCOPED_TRACE(layout_name(l));
+        CycleSpec st = cs;
+        st.layout = l;
+        st.seed = 30 + run;
+        run_cycle<float, float>(st);
+        run_cycle<gdn::bf16, float>(st);
+        st.cfg = heads(2, 8, 128);
+        st.lens = {1, 2, 0, 2, 3, 1, 2};
+        st.ring_len = 2;
+        run_cycle<gdn::bf16, float>(st);
+        run_cycle<float, float>(st);
+      }
     }
   }
 }

@@ -59,8 +59,9 @@ struct FoldKernel {
   /// Teams per SM (launch bound) and persistent teams (launch_teams; 0: one team per item).
   static constexpr int kMinTeams = Map::min_teams_per_sm(Dk);
   static constexpr int kPersistentTeams = Map::persistent_teams_per_sm(Dk);
-  using Policy = Kokkos::TeamPolicy<ExecSpace, typename Map::schedule,
-                                    Kokkos::LaunchBounds<Map::team_threads, kMinTeams>>;
+  using Policy =
+      Kokkos::TeamPolicy<ExecSpace, typename Map::schedule,
+                         Kokkos::LaunchBounds<Map::team_threads, kMinTeams>, TeamKernelLaunch>;
   using Member = typename Policy::member_type;
   using ScratchView =
       Kokkos::View<float*, typename ExecSpace::scratch_memory_space, Kokkos::MemoryUnmanaged>;

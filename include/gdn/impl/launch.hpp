@@ -101,6 +101,8 @@ long long recurrence_league(const HeadConfig& cfg, std::size_t batch) {
 /// never spans two key heads), provided the busiest of `league` persistent
 /// teams then runs at most Map::kq_run_slack_pct (10) per cent more items than
 /// with single items (the work the runs save per item is a few per cent).
+/// With more runs than teams the plan (run_plan.hpp) balances the teams to
+/// within one item; with fewer, each of `runs` teams takes one run.
 /// 0: single items.
 template <class Kernel>
 int kq_run_shift(long long items, long long league, int group) {
@@ -113,7 +115,10 @@ int kq_run_shift(long long items, long long league, int group) {
   }
   auto busiest = [&](int shift) {  // items of the busiest team
     const long long runs = items >> shift;
-    return ((runs + league - 1) / league) << shift;
+    if (runs <= league) return 1LL << shift;  // a run per team
+    const RunPlan plan = make_run_plan(static_cast<int>(items), static_cast<int>(league), shift,
+                                       Kernel::Map::kq_run_balance);
+    return busiest_team_items(plan, static_cast<int>(league), static_cast<int>(items));
   };
   int shift = 0;
   for (int sh = 1; (1LL << sh) <= Kernel::kRunMax && per_key_head % (1LL << sh) == 0; ++sh) {
@@ -158,8 +163,15 @@ void launch_recurrence(const char* label, const ExecSpace& space, const HeadConf
     k.m_items = static_cast<int>(items);
     long long league = launch_teams(space, items, Kernel::kPersistentTeams,
                                     team_shmem_bytes<Kernel>(Kernel::kTeamSize));
-    k.m_run_shift = kq_run_shift<Kernel>(items, league, k.m_group);
-    if ((items >> k.m_run_shift) < league) league = items >> k.m_run_shift;  // a run per team
+    if (const int forced = forced_persistent_teams(); forced > 0 && Kernel::kPersistentTeams > 0) {
+      if (forced < league) league = forced;  // tests (tuning.hpp)
+    }
+    const int run_shift = kq_run_shift<Kernel>(items, league, k.m_group);
+    if ((items >> run_shift) < league) league = items >> run_shift;  // a run per team
+    if constexpr (Kernel::kKqRuns) {
+      k.m_runs = make_run_plan(k.m_items, static_cast<int>(league), run_shift,
+                               Kernel::Map::kq_run_balance);
+    }
     launch_team_kernel(label, space, league, Kernel::kTeamSize, Kernel::Map::vector_length, k);
   };
   // Short rows may have a kernel of their own (Map::has_short_kernel): verify

@@ -135,7 +135,8 @@ struct RecurrenceMapping {
   static constexpr int kq_run_max(int /*dk*/, bool /*verify*/, bool /*short_rows*/ = false) {
     return 1;
   }
-  static constexpr int kq_run_slack_pct = 0;  ///< GPU only
+  static constexpr int kq_run_slack_pct = 0;    ///< GPU only
+  static constexpr bool kq_run_balance = true;  ///< GPU only
   /// Verify with RING_LEN <= this runs its own kernel (0: none; GPU only).
   static constexpr int short_window_max(bool /*verify*/) { return 0; }
   /// Whether forward / verify at head dim `dk` has a short-row kernel (GPU only).
@@ -284,6 +285,9 @@ struct FoldMapping {
 #endif
 #ifndef GDN_CUDA_KQ_RUN_SLACK
 #define GDN_CUDA_KQ_RUN_SLACK 10
+#endif
+#ifndef GDN_CUDA_KQ_RUN_BALANCE
+#define GDN_CUDA_KQ_RUN_BALANCE 1
 #endif
 #ifndef GDN_CUDA_SHORT_WINDOW_BF16
 #define GDN_CUDA_SHORT_WINDOW_BF16 2
@@ -448,6 +452,10 @@ struct RecurrenceMapping<Kokkos::Cuda, StateT> {
   /// items for the call to take runs, in per cent (GDN_CUDA_KQ_RUN_SLACK,
   /// default 10; see kq_run_max).
   static constexpr int kq_run_slack_pct = GDN_CUDA_KQ_RUN_SLACK;
+  /// The run plan (run_plan.hpp): whole rounds of runs, then single items,
+  /// so that teams differ by at most one item (GDN_CUDA_KQ_RUN_BALANCE,
+  /// default 1), or runs only, the last round partial (0; up to `ea77997`).
+  static constexpr bool kq_run_balance = GDN_CUDA_KQ_RUN_BALANCE != 0;
   /// Partial sums of a one-lane group's norms (GDN_CUDA_ROW_LANES = 1 only:
   /// lane groups compute their norms by quads, 4 consecutive warp lanes per
   /// q or k vector, 8 vectors per warp at once, quad_sum_squares in
@@ -712,6 +720,16 @@ struct FoldMapping<Kokkos::Cuda, StateT> {
   using schedule = Kokkos::Schedule<Kokkos::Static>;
 };
 #endif
+
+/// The execution property of every team kernel's policy: Kokkos hands the
+/// functor to the kernel as a kernel argument (its "local memory" launch,
+/// for up to 4 KiB of functor and policy) whatever its size. Without it
+/// Kokkos 3.4 switches at 512 bytes to copying them into constant memory
+/// before each launch, and the verify functor is within a few bytes of
+/// that: 4 more bytes of members made ptxas spill 4 to 28 bytes in the bf16
+/// verify kernels (at their 128 registers) where the argument launch spills
+/// none (eighteenth session). Host spaces ignore it.
+using TeamKernelLaunch = Kokkos::Experimental::WorkItemProperty::HintLightWeight_t;
 
 /// How many teams to launch for `items` work items of a kernel whose mapping
 /// asks for `teams_per_sm` persistent teams: one team per item when

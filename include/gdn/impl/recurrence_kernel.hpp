@@ -20,13 +20,15 @@
 /// persistent teams (as many as are resident) take items league_rank,
 /// + league_size, ..., or, in verify (`kKqRuns`, the mapping's kq_run_max;
 /// the run length chosen per call, launch.hpp kq_run_shift), runs of
-/// 2^m_run_shift consecutive items (the tiles and value heads of one key
-/// head of a row): runs league_rank, + league_size, ..., each item of a run
-/// in turn; a run's later items of one stage reuse the k and q rows and
-/// norms its first item staged. Team: `team_threads` lane groups of `row_lanes` lanes
-/// (interleaved in a warp on CUDA, mapping.hpp); lane `l` of group `cg` owns
-/// rows `lane_row(l, r) = (r/4)*4*row_lanes + 4*l + r%4` (r < Dk/row_lanes;
-/// runs of four rows, token_step.hpp) of columns
+/// 2^shift consecutive items (the tiles and value heads of one key head of
+/// a row): runs league_rank, + league_size, ..., each item of a run in
+/// turn, as long as whole rounds of runs last, then single items
+/// (run_plan.hpp: teams differ by at most one item); a run's later items of
+/// one stage reuse the k and q rows and norms its first item staged.
+/// Team: `team_threads` lane groups of `row_lanes` lanes (interleaved in a
+/// warp on CUDA, mapping.hpp); lane `l` of group `cg` owns rows
+/// `lane_row(l, r) = (r/4)*4*row_lanes + 4*l + r%4` (r < Dk/row_lanes; runs
+/// of four rows, token_step.hpp) of columns
 /// `[cg*cols_per_lane, (cg+1)*cols_per_lane)` of the tile, in registers
 /// (CUDA: 16x4 floats per lane at both head dims: 8 lanes x 4 columns and
 /// 128-thread teams at Dk = 128, 3 teams per SM for a float state and 4 for
@@ -93,6 +95,7 @@
 #include <gdn/config.hpp>
 #include <gdn/impl/fast_div.hpp>
 #include <gdn/impl/mapping.hpp>
+#include <gdn/impl/run_plan.hpp>
 #include <gdn/impl/token_step.hpp>
 
 #include <Kokkos_Core.hpp>
@@ -118,7 +121,7 @@ struct RecurrenceKernel {
   static constexpr int kStride = Map::lane_stride(Dk);
   static constexpr int kTeamSize = Map::team_size(Dk);  // Kokkos team size (vectors per team)
   using Policy = Kokkos::TeamPolicy<ExecSpace, typename Map::schedule,
-                                    Kokkos::LaunchBounds<kThreads, kMinTeams>>;
+                                    Kokkos::LaunchBounds<kThreads, kMinTeams>, TeamKernelLaunch>;
   using Member = typename Policy::member_type;
   using ScratchView =
       Kokkos::View<float*, typename ExecSpace::scratch_memory_space, Kokkos::MemoryUnmanaged>;
@@ -172,8 +175,6 @@ struct RecurrenceKernel {
   /// (launch.hpp). With one token per stage only one warp has norms to compute, and the
   /// others wait for it at the stage's barrier: verify bf16 D128 T = 1 1.5 to 2.1 % slower.
   bool m_staged_norms = false;
-  /// kKqRuns: a team takes runs of 2^m_run_shift consecutive items (launch.hpp, kq_run_shift).
-  int m_run_shift = 0;
 
   /// Floats of the state prefetch buffer: one tile of the state, with kPrefetchState.
   static constexpr int kStateBufFloats =
@@ -203,7 +204,7 @@ struct RecurrenceKernel {
   }
 
   /// Runs of items sharing k and q (Map::kq_run_max, lane groups only): a
-  /// team takes 2^m_run_shift consecutive items in a row (after), and a stage
+  /// team takes 2^shift consecutive items in a row (after, m_runs), and a stage
   /// of a run's later item whose item has one stage (`Stage::reuse`) reads
   /// the k and q rows, and their norms, that the run's previous stage staged,
   /// instead of copying and norming them again. So a chunk buffer's k, q and
@@ -212,6 +213,13 @@ struct RecurrenceKernel {
   /// that stages its own k and q.
   static constexpr int kRunMax = kLaneFused ? Map::kq_run_max(Dk, Verify, ShortRows) : 1;
   static constexpr bool kKqRuns = kRunMax > 1;
+  /// kKqRuns: which runs of up to 2^shift consecutive items each team takes
+  /// (run_plan.hpp; launch.hpp, kq_run_shift). Other kernels hold an int in
+  /// its place, so that their parameters (and code) stay as they were.
+  struct NoRuns {
+    int shift = 0;
+  };
+  std::conditional_t<kKqRuns, RunPlan, NoRuns> m_runs;
   /// Distance between two tokens' norms in a staged chunk: with kKqRuns in
   /// the kq part (sn), otherwise in the staged scalars ([2], [3]).
   static constexpr int kNormStride = kKqRuns ? 2 : kScalars;
@@ -365,20 +373,27 @@ struct RecurrenceKernel {
     return -1;
   }
 
-  /// The first item of team `rank` of `stride` teams: -1 if none.
+  /// Whether the row of work item `item` has tokens.
+  KOKKOS_INLINE_FUNCTION bool nonempty(int item) const {
+    const int b = sequence_of(item);
+    return m_offsets(b + 1) > m_offsets(b);
+  }
+
+  /// The first item of team `rank` of `stride` teams: -1 if none. With
+  /// kKqRuns the first of its runs (m_runs).
   KOKKOS_INLINE_FUNCTION int first_item(int rank, int stride) const {
-    if constexpr (kKqRuns) return next_nonempty(rank << m_run_shift, stride << m_run_shift);
+    if constexpr (kKqRuns) {
+      return m_runs.first(rank, stride, m_items, [&](int i) { return nonempty(i); });
+    }
     return next_nonempty(rank, stride);
   }
 
   /// The item a team (one of `stride`) takes after `item`: -1 if none. With
-  /// kKqRuns the rest of item's run (runs of 2^m_run_shift items lie in one
-  /// row, so the row is not empty), then run + stride's.
+  /// kKqRuns the rest of item's run (a run lies in one row, so the row is
+  /// not empty), then the team's next run (m_runs).
   KOKKOS_INLINE_FUNCTION int after(int item, int stride) const {
     if constexpr (kKqRuns) {
-      const int mask = (1 << m_run_shift) - 1;
-      if (((item + 1) & mask) != 0) return item + 1;
-      return next_nonempty((item & ~mask) + (stride << m_run_shift), stride << m_run_shift);
+      return m_runs.after(item, stride, m_items, [&](int i) { return nonempty(i); });
     }
     return next_nonempty(item + stride, stride);
   }
@@ -392,8 +407,7 @@ struct RecurrenceKernel {
     } else {
       n.item = after(st.item, stride);
       if constexpr (kKqRuns) {  // the same run (so the same row and key head), one stage each
-        n.reuse =
-            n.item == st.item + 1 && (n.item & ((1 << m_run_shift) - 1)) != 0 && it.len <= kChunk;
+        n.reuse = m_runs.same_run(st.item, n.item) && it.len <= kChunk;
       }
     }
     return n;

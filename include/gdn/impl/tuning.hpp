@@ -8,7 +8,8 @@
 /// (RecurrenceKernel::kKqRuns) choose the run length of a call from its
 /// items and the resident teams (kq_run_shift, launch.hpp), so on a given
 /// device small test batches never take runs. The tests force a length to
-/// reach that path on any batch.
+/// reach that path on any batch, and a smaller number of persistent teams to
+/// give each team several runs.
 
 namespace gdn {
 namespace Impl {
@@ -19,6 +20,13 @@ namespace Impl {
 void force_kq_run(int run);
 /// The forced run length; 0: none.
 int forced_kq_run();
+/// Launch at most `teams` persistent teams in every later recurrence call
+/// whose kernel has them (CUDA), or 0 (the default) for as many as are
+/// resident: small test batches then give each team several items, and with
+/// runs, every level of the run plan (run_plan.hpp).
+void force_persistent_teams(int teams);
+/// The forced team count; 0: none.
+int forced_persistent_teams();
 
 }  // namespace Impl
 }  // namespace gdn
