@@ -123,10 +123,10 @@ TEST(Exactness, KqRunsForced) {
     }
   } reset;
   // As many persistent teams as are resident (on a large GPU each team then
-  // takes about one run of these batches), and 7 (every level of the run
-  // plan, run_plan.hpp: whole rounds of long runs, of shorter ones, then
-  // single items, and the runs of empty rows skipped).
-  for (int teams : {0, 7}) {
+  // takes about one run of these batches), and 61: with 24 rows of 64 items,
+  // 6 or 12 whole rounds of runs (runs of empty rows skipped), then 72 single
+  // items (run_plan.hpp), each team taking several of both.
+  for (int teams : {0, 61}) {
     for (int run : {2, 4}) {
       SCOPED_TRACE("forced run " + std::to_string(run) + ", teams " + std::to_string(teams));
       gdn::Impl::force_kq_run(run);
