@@ -113,9 +113,10 @@ TEST(RunPlan, NoItemsOrNoTeams) {
 }
 
 TEST(RunPlan, RunsOnlyAsBefore) {
-  // GDN_CUDA_KQ_RUN_BALANCE=0: runs only, team rank taking runs rank, rank + teams, ...
+  // GDN_CUDA_KQ_RUN_BALANCE=0 (or fewer whole rounds than it asks for): runs
+  // only, team rank taking runs rank, rank + teams, ...
   for (int teams : {1, 7, 528}) {
-    const RunPlan p = gdn::Impl::make_run_plan(16384, teams, 2, false);
+    const RunPlan p = gdn::Impl::make_run_plan(16384, teams, 2, 0);
     const Walk w = walk(p, 16384, teams, 64, std::vector<bool>(256));
     std::size_t hi = 0;
     for (int r = 0; r < teams; ++r) {
@@ -128,6 +129,20 @@ TEST(RunPlan, RunsOnlyAsBefore) {
     }
     EXPECT_EQ(static_cast<long long>(hi), gdn::Impl::busiest_team_items(p, teams, 16384));
   }
+}
+
+TEST(RunPlan, SingleItemsFromTheRoundsAskedFor) {
+  // 4096 items (Dk = 64, B = 128) on 1056 teams in runs of 2: one whole round
+  // (2112 items), so with the default of two rounds, runs only; 8192 items:
+  // three whole rounds, then single items.
+  const RunPlan one = gdn::Impl::make_run_plan(4096, 1056, 1, 2);
+  EXPECT_EQ(one.end, 4096);
+  EXPECT_EQ(gdn::Impl::busiest_team_items(one, 1056, 4096), 4);
+  EXPECT_EQ(gdn::Impl::make_run_plan(4096, 1056, 1, 1).end, 2112);
+  const RunPlan three = gdn::Impl::make_run_plan(8192, 1056, 1, 2);
+  EXPECT_EQ(three.end, 3 * 2112);
+  EXPECT_EQ(gdn::Impl::busiest_team_items(three, 1056, 8192), 8);  // 6 in runs, 1 or 2 single
+  check(8192, 1056, 1, 32, std::vector<bool>(256));
 }
 
 TEST(RunPlan, B256OnAnH200) {

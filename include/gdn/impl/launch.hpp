@@ -117,7 +117,7 @@ int kq_run_shift(long long items, long long league, int group) {
     const long long runs = items >> shift;
     if (runs <= league) return 1LL << shift;  // a run per team
     const RunPlan plan = make_run_plan(static_cast<int>(items), static_cast<int>(league), shift,
-                                       Kernel::Map::kq_run_balance);
+                                       Kernel::Map::kq_run_balance_rounds);
     return busiest_team_items(plan, static_cast<int>(league), static_cast<int>(items));
   };
   int shift = 0;
@@ -170,7 +170,7 @@ void launch_recurrence(const char* label, const ExecSpace& space, const HeadConf
     if ((items >> run_shift) < league) league = items >> run_shift;  // a run per team
     if constexpr (Kernel::kKqRuns) {
       k.m_runs = make_run_plan(k.m_items, static_cast<int>(league), run_shift,
-                               Kernel::Map::kq_run_balance);
+                               Kernel::Map::kq_run_balance_rounds);
     }
     launch_team_kernel(label, space, league, Kernel::kTeamSize, Kernel::Map::vector_length, k);
   };

@@ -135,8 +135,8 @@ struct RecurrenceMapping {
   static constexpr int kq_run_max(int /*dk*/, bool /*verify*/, bool /*short_rows*/ = false) {
     return 1;
   }
-  static constexpr int kq_run_slack_pct = 0;    ///< GPU only
-  static constexpr bool kq_run_balance = true;  ///< GPU only
+  static constexpr int kq_run_slack_pct = 0;       ///< GPU only
+  static constexpr int kq_run_balance_rounds = 0;  ///< GPU only
   /// Verify with RING_LEN <= this runs its own kernel (0: none; GPU only).
   static constexpr int short_window_max(bool /*verify*/) { return 0; }
   /// Whether forward / verify at head dim `dk` has a short-row kernel (GPU only).
@@ -287,7 +287,7 @@ struct FoldMapping {
 #define GDN_CUDA_KQ_RUN_SLACK 10
 #endif
 #ifndef GDN_CUDA_KQ_RUN_BALANCE
-#define GDN_CUDA_KQ_RUN_BALANCE 1
+#define GDN_CUDA_KQ_RUN_BALANCE 2
 #endif
 #ifndef GDN_CUDA_SHORT_WINDOW_BF16
 #define GDN_CUDA_SHORT_WINDOW_BF16 2
@@ -453,9 +453,19 @@ struct RecurrenceMapping<Kokkos::Cuda, StateT> {
   /// default 10; see kq_run_max).
   static constexpr int kq_run_slack_pct = GDN_CUDA_KQ_RUN_SLACK;
   /// The run plan (run_plan.hpp): whole rounds of runs, then single items,
-  /// so that teams differ by at most one item (GDN_CUDA_KQ_RUN_BALANCE,
-  /// default 1), or runs only, the last round partial (0; up to `ea77997`).
-  static constexpr bool kq_run_balance = GDN_CUDA_KQ_RUN_BALANCE != 0;
+  /// so that teams differ by at most one item, when a call has at least
+  /// this many whole rounds of runs (GDN_CUDA_KQ_RUN_BALANCE, default 2);
+  /// otherwise, and always at 0, runs only, the last round partial (the
+  /// plan up to `ea77997`). Same H200 call, medians of 3, GPU time, the
+  /// plan from one whole round on against runs only: verify bf16 D128
+  /// B = 256 T = 1 / 2 / 4 / 8 105.3 -> 107.3 / 127.4 -> 126.1 / 178.0 ->
+  /// 176.0 / 285.1 -> 283.2 us; D128 B = 128 -0.6 to -3.2 % (all 8 cases
+  /// faster; 3 and 5 whole rounds), B = 256 -1.7 to +1.9 % (median -1.0 %),
+  /// B = 512 -0.8 to +1.3 % (median +0.1 %); D64 bf16 B = 512 -1.2 to -2.2 %,
+  /// B = 256 -0.5 to +1.3 %, but B = 128 (one whole round: 48 % of the items
+  /// single) +0.6 to +2.3 %, hence the two rounds; the unchanged D64 float
+  /// kernel -1.4 to +0.8 % (the call's noise).
+  static constexpr int kq_run_balance_rounds = GDN_CUDA_KQ_RUN_BALANCE;
   /// Partial sums of a one-lane group's norms (GDN_CUDA_ROW_LANES = 1 only:
   /// lane groups compute their norms by quads, 4 consecutive warp lanes per
   /// q or k vector, 8 vectors per warp at once, quad_sum_squares in

@@ -19,9 +19,10 @@
 /// a whole run more items than others: at B = 256 (16384 items, 528 teams,
 /// runs of 4) 128 teams ran 28 items and 400 ran 32, so some SMs hosted 128
 /// items and others 120 or 124, and the SMs with 128 set the kernel's end
-/// (H200, per-team timers: docs/performance.md, eighteenth session). Runs
-/// of 2 before the single items (a level between) spilled registers in the
-/// bf16 verify kernels at their 128.
+/// (H200, per-team timers: docs/performance.md, eighteenth session). The
+/// host takes this plan only from two whole rounds of runs on (the
+/// mapping's kq_run_balance): with one, up to half the items would run
+/// single, without the k and q their run shares.
 ///
 /// Empty rows. A run lies in one row; a team skips the runs of empty rows
 /// (`nonempty(item)`: the row of `item` has tokens), so it never reads their
@@ -80,14 +81,18 @@ struct RunPlan {
 };
 
 /// The plan of `items` items on `teams` teams with runs of 2^shift items:
-/// as many whole rounds of runs as there are, then single items (`balanced`),
-/// or runs only, the last round partial. With at most as many runs as
-/// teams (the host then launches one team per run) the runs cover everything.
-inline RunPlan make_run_plan(int items, int teams, int shift, bool balanced = true) {
+/// as many whole rounds of runs as there are, then single items, when there
+/// are at least `min_rounds` whole rounds (`min_rounds` >= 1); otherwise runs
+/// only, the last round partial. With at most as many runs as teams (the
+/// host then launches one team per run) the runs cover everything.
+inline RunPlan make_run_plan(int items, int teams, int shift, int min_rounds = 1) {
   RunPlan p;
   p.shift = shift;
+  p.end = items;
   const long long round = static_cast<long long>(teams) << shift;
-  p.end = balanced && round > 0 ? static_cast<int>(items / round * round) : items;
+  if (min_rounds >= 1 && round > 0 && items / round >= min_rounds) {
+    p.end = static_cast<int>(items / round * round);
+  }
   return p;
 }
 
