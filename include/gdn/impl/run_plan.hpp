@@ -21,8 +21,9 @@
 /// items and others 120 or 124, and the SMs with 128 set the kernel's end
 /// (H200, per-team timers: docs/performance.md, eighteenth session). The
 /// host takes this plan only from two whole rounds of runs on (the
-/// mapping's kq_run_balance): with one, up to half the items would run
-/// single, without the k and q their run shares.
+/// mapping's kq_run_balance_rounds): with one, up to half the items would
+/// run single, without the k and q their run shares. Otherwise `end` is
+/// `items`: runs only, the last round partial.
 ///
 /// Empty rows. A run lies in one row; a team skips the runs of empty rows
 /// (`nonempty(item)`: the row of `item` has tokens), so it never reads their
@@ -63,7 +64,8 @@ struct RunPlan {
   /// (`in_runs`: x = (rank + n * teams) * 2^shift, n >= 0) or one of its
   /// single items (x = end + rank + n * teams); -1 if none. The runs are
   /// whole rounds, so the first of the team's runs past `end` lies
-  /// rank * 2^shift beyond it, and its first single item rank beyond it.
+  /// rank * 2^shift beyond it, and its first single item rank beyond it
+  /// (with runs only, `end` == `items`, that is past the items too).
   template <class NonEmpty>
   KOKKOS_INLINE_FUNCTION int settle(int x, bool in_runs, int teams, int items,
                                     const NonEmpty& nonempty) const {
