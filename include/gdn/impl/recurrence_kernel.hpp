@@ -364,19 +364,18 @@ struct RecurrenceKernel {
     return static_cast<int>(m_nv_div.div(unsigned(item) / unsigned(tiles_per_head())));
   }
 
-  /// The first item at or after `item` (stepping by `stride`) with a non-empty row; -1 if none.
-  KOKKOS_INLINE_FUNCTION int next_nonempty(int item, int stride) const {
-    for (; item < m_items; item += stride) {
-      const int b = sequence_of(item);
-      if (m_offsets(b + 1) > m_offsets(b)) return item;
-    }
-    return -1;
-  }
-
   /// Whether the row of work item `item` has tokens.
   KOKKOS_INLINE_FUNCTION bool nonempty(int item) const {
     const int b = sequence_of(item);
     return m_offsets(b + 1) > m_offsets(b);
+  }
+
+  /// The first item at or after `item` (stepping by `stride`) with a non-empty row; -1 if none.
+  KOKKOS_INLINE_FUNCTION int next_nonempty(int item, int stride) const {
+    for (; item < m_items; item += stride) {
+      if (nonempty(item)) return item;
+    }
+    return -1;
   }
 
   /// The first item of team `rank` of `stride` teams: -1 if none. With
