@@ -22,9 +22,18 @@ struct Walk {
   std::vector<std::vector<int>> seq;  // per team: its items in order
 };
 
+// The kernels' predicate (the row of item i has tokens), callable from the
+// plan's host-and-device functions without a host-only call.
+struct RowsNonEmpty {
+  const char* empty;  // per row
+  int per_row;
+  KOKKOS_INLINE_FUNCTION bool operator()(int i) const { return empty[i / per_row] == 0; }
+};
+
 // Every team's sequence under plan `p`, rows of `per_row` items, `empty` rows skipped.
 Walk walk(const RunPlan& p, int p_items, int teams, int per_row, const std::vector<bool>& empty) {
-  auto nonempty = [&](int i) { return !empty[static_cast<std::size_t>(i / per_row)]; };
+  const std::vector<char> flags(empty.begin(), empty.end());
+  const RowsNonEmpty nonempty{flags.data(), per_row};
   Walk w;
   w.taken.assign(static_cast<std::size_t>(p_items), 0);
   w.seq.resize(static_cast<std::size_t>(teams));
