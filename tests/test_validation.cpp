@@ -3,7 +3,11 @@
 // state, ring and output buffer exactly as it was.
 #include "test_support.hpp"
 
+#include <gdn/impl/validate.hpp>
+
+#include <climits>
 #include <functional>
+#include <string>
 
 namespace gdn_test {
 namespace {
@@ -262,6 +266,22 @@ TEST(Checking, SwitchRoundTrips) {
   gdn::set_index_checking(false);
   EXPECT_FALSE(gdn::index_checking_enabled());
   gdn::set_index_checking(before);
+}
+
+// The work items of one launch are capped at INT_MAX / 2, so that the
+// kernels' item + stride never overflows an int. (A batch that large needs
+// gigabytes of index views, so the check is tested directly.)
+TEST(Validation, WorkItemsPerLaunchLeaveIntHeadroom) {
+  const gdn::Impl::ArgCheck c("gdn::recurrence_verify_ring");
+  EXPECT_NO_THROW(gdn::Impl::check_league(c, "state_slots", INT_MAX / 2));
+  try {
+    gdn::Impl::check_league(c, "state_slots", static_cast<long long>(INT_MAX / 2) + 1);
+    ADD_FAILURE() << "no exception";
+  } catch (const std::invalid_argument& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("state_slots"), std::string::npos) << what;
+    EXPECT_NE(what.find(std::to_string(INT_MAX / 2)), std::string::npos) << what;
+  }
 }
 
 }  // namespace

@@ -86,7 +86,7 @@ void check_recurrence_indices(const ArgCheck& c, const ExecSpace& space,
   }
 }
 
-/// Work items of one recurrence launch (B * nv * column tiles), checked against INT_MAX.
+/// Work items of one recurrence launch (B * nv * column tiles), checked against INT_MAX / 2.
 template <class ExecSpace, class StateT>
 long long recurrence_league(const HeadConfig& cfg, std::size_t batch) {
   using Map = RecurrenceMapping<ExecSpace, StateT>;
@@ -159,7 +159,7 @@ void launch_recurrence(const char* label, const ExecSpace& space, const HeadConf
     k.m_vec_inputs = in.qkv.stride(1) == 1 && in.qkv.stride(0) % 4 == 0 && aligned16(in.qkv.data());
     k.m_staged_norms = k.m_vec_inputs && in.qkv.extent(0) >= 2 * slots.extent(0);
     const long long items =
-        recurrence_league<ExecSpace, StateT>(cfg, slots.extent(0));  // <= INT_MAX (checked)
+        recurrence_league<ExecSpace, StateT>(cfg, slots.extent(0));  // <= INT_MAX / 2 (checked)
     k.m_items = static_cast<int>(items);
     long long league = launch_teams(space, items, Kernel::kPersistentTeams,
                                     team_shmem_bytes<Kernel>(Kernel::kTeamSize));
@@ -314,7 +314,7 @@ struct RingLauncher {
           std::is_same<RingT, float>::value && ring.stride(2) % 4 == 0 && aligned16(ring.data());
       const long long items =
           static_cast<long long>(layers) * batch * cfg.num_value_heads * Kernel::tiles_per_head();
-      k.m_items = static_cast<int>(items);  // <= INT_MAX (check_league)
+      k.m_items = static_cast<int>(items);  // <= INT_MAX / 2 (check_league)
       const long long lg = launch_teams(space, items, Kernel::kPersistentTeams,
                                         team_shmem_bytes<Kernel>(Kernel::Map::team_threads));
       launch_team_kernel("gdn::state_fold::kernel", space, lg, Kernel::Map::team_threads, 1, k);

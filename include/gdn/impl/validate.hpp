@@ -77,10 +77,14 @@ inline void check_heads(const ArgCheck& c, const HeadConfig& cfg) {
   }
 }
 
+/// The work items of one launch (B x value heads x column tiles, times the
+/// layers in the fold): at most INT_MAX / 2, so that the kernels' `item +
+/// stride` (an item below the count plus at most the count) stays an int.
 inline void check_league(const ArgCheck& c, const char* argument, long long league) {
-  if (!(league <= INT_MAX)) {
-    c.fail(argument, "a problem small enough for one launch (teams <= INT_MAX)",
-           to_str(league) + " teams");
+  if (!(league <= INT_MAX / 2)) {
+    c.fail(argument,
+           "a problem small enough for one launch (at most " + to_str(INT_MAX / 2) + " work items)",
+           to_str(league) + " work items");
   }
 }
 
