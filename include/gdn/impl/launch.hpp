@@ -113,9 +113,7 @@ int kq_run_shift(long long items, long long league, int group) {
     while ((2LL << shift) <= forced && per_key_head % (2LL << shift) == 0) ++shift;
     return shift;
   }
-  auto busiest = [&](int shift) {  // items of the busiest team
-    const long long runs = items >> shift;
-    if (runs <= league) return 1LL << shift;  // a run per team
+  auto busiest = [&](int shift) {  // items of the busiest team (a run each if runs <= league)
     const RunPlan plan = make_run_plan(static_cast<int>(items), static_cast<int>(league), shift,
                                        Kernel::Map::kq_run_balance_rounds);
     return busiest_team_items(plan, static_cast<int>(league), static_cast<int>(items));
