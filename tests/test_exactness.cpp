@@ -116,62 +116,78 @@ TEST(Exactness, ManyWorkItemsPerTeam) {
 // so it is the independent side of every comparison. Where a kernel has no
 // runs (the host, verify at Dk = 64 with a float state) the test runs the
 // ordinary path.
-// The cycles of the KqRunsForced tests, with runs of 2 and 4 forced and
-// `teams` persistent teams (0: as many as are resident).
-void kq_runs_forced_cycles(int teams) {
+// The cycles of the KqRuns*Forced* tests: runs of `run` (2 or 4) items
+// forced, `teams` persistent teams (0: as many as are resident) and the run
+// plan's lead `lead` (-1: the library's; run_plan.hpp).
+void kq_runs_forced_cycles(int run, int teams, int lead) {
   struct Reset {
     ~Reset() {
       gdn::Impl::force_kq_run(0);
       gdn::Impl::force_persistent_teams(0);
+      gdn::Impl::force_kq_run_lead(-1);
     }
   } reset;
-  for (int run : {2, 4}) {
-    SCOPED_TRACE("forced run " + std::to_string(run) + ", teams " + std::to_string(teams));
-    gdn::Impl::force_kq_run(run);
-    gdn::Impl::force_persistent_teams(teams);
-    cycle_over_shapes<float, float>(kLens, 8);
-    cycle_over_shapes<gdn::bf16, float>(kLens, 8);
-    cycle_over_shapes<gdn::bf16, float>({2, 1, 0, 3, 2}, 2);
-    CycleSpec cs;
-    cs.cfg = heads(16, 32, 128);
-    for (int b = 0; b < 24; ++b) cs.lens.push_back(b % 7 == 3 ? 0 : (b % 5 == 2 ? 9 : 1 + b % 4));
-    cs.ring_len = 4;
-    cs.seed = 20 + run;
-    run_cycle<float, float>(cs);
-    run_cycle<gdn::bf16, float>(cs);
-    // Inputs that are not dense rows of 16-byte words: verify stages k and q one value at a
-    // time and the norms are computed where the k and q are read (no staged norms), so a
-    // run's later items take both from the first item's stage along that path. Head
-    // groups of 2 (Qwen3-Next) and 4; RING_LEN 4 and 2 (the short-window kernel).
-    for (Layout l : {Layout::Padded, Layout::Transposed, Layout::Strided}) {
-      SCOPED_TRACE(layout_name(l));
-      CycleSpec st = cs;
-      st.layout = l;
-      st.seed = 30 + run;
-      run_cycle<float, float>(st);
-      run_cycle<gdn::bf16, float>(st);
-      st.cfg = heads(2, 8, 128);
-      st.lens = {1, 2, 0, 2, 3, 1, 2};
-      st.ring_len = 2;
-      run_cycle<gdn::bf16, float>(st);
-      run_cycle<float, float>(st);
-    }
+  SCOPED_TRACE("forced run " + std::to_string(run) + ", teams " + std::to_string(teams) +
+               ", lead " + std::to_string(lead));
+  gdn::Impl::force_kq_run(run);
+  gdn::Impl::force_persistent_teams(teams);
+  gdn::Impl::force_kq_run_lead(lead);
+  cycle_over_shapes<float, float>(kLens, 8);
+  cycle_over_shapes<gdn::bf16, float>(kLens, 8);
+  cycle_over_shapes<gdn::bf16, float>({2, 1, 0, 3, 2}, 2);
+  CycleSpec cs;
+  cs.cfg = heads(16, 32, 128);
+  for (int b = 0; b < 24; ++b) cs.lens.push_back(b % 7 == 3 ? 0 : (b % 5 == 2 ? 9 : 1 + b % 4));
+  cs.ring_len = 4;
+  cs.seed = 20 + run;
+  run_cycle<float, float>(cs);
+  run_cycle<gdn::bf16, float>(cs);
+  // Inputs that are not dense rows of 16-byte words: verify stages k and q one value at a
+  // time and the norms are computed where the k and q are read (no staged norms), so a
+  // run's later items take both from the first item's stage along that path. Head
+  // groups of 2 (Qwen3-Next) and 4; RING_LEN 4 and 2 (the short-window kernel).
+  for (Layout l : {Layout::Padded, Layout::Transposed, Layout::Strided}) {
+    SCOPED_TRACE(layout_name(l));
+    CycleSpec st = cs;
+    st.layout = l;
+    st.seed = 30 + run;
+    run_cycle<float, float>(st);
+    run_cycle<gdn::bf16, float>(st);
+    st.cfg = heads(2, 8, 128);
+    st.lens = {1, 2, 0, 2, 3, 1, 2};
+    st.ring_len = 2;
+    run_cycle<gdn::bf16, float>(st);
+    run_cycle<float, float>(st);
   }
 }
 
+bool persistent_teams_here() {
+  return gdn::Impl::RecurrenceMapping<ExecSpace, float>::persistent_teams_per_sm(128, true) > 0;
+}
+
 // As many persistent teams as are resident: on a large GPU each team then
-// takes about one run of these batches.
-TEST(Exactness, KqRunsForced) { kq_runs_forced_cycles(0); }
+// takes about one run of these batches. One test per run length, so that a
+// sanitizer can run them side by side.
+TEST(Exactness, KqRunsOf2Forced) { kq_runs_forced_cycles(2, 0, -1); }
+TEST(Exactness, KqRunsOf4Forced) { kq_runs_forced_cycles(4, 0, -1); }
 
 // 61 persistent teams: the 24 rows of 64 items run 6 or 12 whole rounds of
 // runs (the runs of empty rows skipped), then 72 single items (run_plan.hpp),
-// each team taking several of both. A test of its own, so that a sanitizer
-// can run either half alone.
-TEST(Exactness, KqRunsForcedFewTeams) {
-  if (gdn::Impl::RecurrenceMapping<ExecSpace, float>::persistent_teams_per_sm(128, true) == 0) {
+// each team taking several of both. With runs of 4 the plan's lead is forced
+// to 10 % per wave: waves of 61 / (teams per SM) teams, at most 4 (the
+// last takes the rest), so with 4 teams per SM runs in four phases of 61,
+// 45, 30 and 15 teams.
+TEST(Exactness, KqRunsOf2ForcedFewTeams) {
+  if (!persistent_teams_here()) {
     GTEST_SKIP() << "one team per item on this backend: no persistent teams to force";
   }
-  kq_runs_forced_cycles(61);
+  kq_runs_forced_cycles(2, 61, -1);
+}
+TEST(Exactness, KqRunsOf4ForcedFewTeamsLead) {
+  if (!persistent_teams_here()) {
+    GTEST_SKIP() << "one team per item on this backend: no persistent teams to force";
+  }
+  kq_runs_forced_cycles(4, 61, 10);
 }
 
 TEST(Exactness, RecordPaddingZeroAndLarge) {
