@@ -82,13 +82,6 @@
 //     a small case's distance from its roofline a copy of the same size
 //     pays too. Only cases of at most 2 x the copy buffer's bytes;
 //     GDN_BENCH_COPY=0 leaves it out.
-//   - GDN_BENCH_KQ_RUN_LEAD=N sets the run plan's lead of verify's persistent
-//     teams to N per cent per wave (gdn/impl/tuning.hpp, force_kq_run_lead;
-//     default: the library's GDN_CUDA_KQ_RUN_LEAD), for A-B runs of one
-//     build; the JSON context then names it (kq_run_lead).
-//     GDN_BENCH_KQ_RUN_LEADS=A,B,... registers every verify case once per
-//     lead, named .../lead:N, so that one run (with random interleaving)
-//     compares them.
 
 #include <benchmark/benchmark.h>
 
@@ -99,7 +92,6 @@
 #include <cstdlib>
 #include <functional>
 #include <gdn/gdn.hpp>
-#include <gdn/impl/tuning.hpp>
 #include <string>
 #include <utility>
 #include <vector>
@@ -145,14 +137,7 @@ struct Settings {
   int max_samples = 5000;
   bool same_bytes_copy = true;  // copy_us (GDN_BENCH_COPY=0: off)
   int record_align = 4;         // floats (GDN_BENCH_RECORD_ALIGN)
-  std::vector<int> leads;       // verify cases once per lead (GDN_BENCH_KQ_RUN_LEADS)
 };
-
-// GDN_BENCH_KQ_RUN_LEAD: the run plan's lead of every case; -1 if unset.
-int lead_env() {
-  const char* lead = std::getenv("GDN_BENCH_KQ_RUN_LEAD");
-  return lead != nullptr ? std::atoi(lead) : -1;
-}
 
 Settings settings_for(const Machine& m) {
   Settings s;
@@ -162,15 +147,6 @@ Settings settings_for(const Machine& m) {
   const char* copy = std::getenv("GDN_BENCH_COPY");
   s.same_bytes_copy = copy == nullptr || std::string(copy) != "0";
   s.record_align = std::max(1, static_cast<int>(env_double("GDN_BENCH_RECORD_ALIGN", 4)));
-  if (const char* leads = std::getenv("GDN_BENCH_KQ_RUN_LEADS")) {
-    for (const char* p = leads; *p != '\0';) {
-      char* next = nullptr;
-      const long v = std::strtol(p, &next, 10);
-      if (next == p) break;
-      s.leads.push_back(static_cast<int>(v));
-      p = *next == ',' ? next + 1 : next;
-    }
-  }
   return s;
 }
 
@@ -266,7 +242,6 @@ struct Case {
   int batch = 1;
   int window = 1;        // T: tokens per row (fwd, verify), accepted records per row (fold)
   int record_align = 4;  // record_stride: a multiple of this many floats
-  int lead = -1;         // verify: the run plan's lead forced for this case (-1: none)
   int layers = 1;        // fold only
 
   gdn::HeadConfig cfg() const { return gdn::HeadConfig{kNumKeyHeads, kNumValueHeads, dim, dim}; }
@@ -291,8 +266,7 @@ struct Case {
     std::string n =
         std::string(k) + "/D" + std::to_string(dim) + "/state:" + (bf16_state ? "bf16" : "float");
     if (kernel == Kernel::Fold) n += "/L:" + std::to_string(layers);
-    return n + "/B:" + std::to_string(batch) + "/T:" + std::to_string(window) +
-           (lead >= 0 ? "/lead:" + std::to_string(lead) : "");
+    return n + "/B:" + std::to_string(batch) + "/T:" + std::to_string(window);
   }
 
   double min_bytes() const {
@@ -528,15 +502,6 @@ void run_fold(benchmark::State& st, const Case& c, const Settings& s) {
 }
 
 void run_case(benchmark::State& st, const Case& c, const Settings& s) {
-  struct Lead {  // the case's lead for its calls only
-    explicit Lead(int l) : forced(l >= 0) {
-      if (forced) gdn::Impl::force_kq_run_lead(l);
-    }
-    ~Lead() {
-      if (forced) gdn::Impl::force_kq_run_lead(lead_env());
-    }
-    bool forced;
-  } lead(c.lead);
   const bool fold = c.kernel == Kernel::Fold;
   if (c.bf16_state) {
     fold ? run_fold<gdn::bf16>(st, c, s) : run_recurrence<gdn::bf16>(st, c, s);
@@ -556,7 +521,6 @@ void register_cases(const Settings& s) {
   const Variant variants[] = {
       {Kernel::Fwd, 1}, {Kernel::Verify, 1}, {Kernel::Fold, 1}, {Kernel::Fold, kModelLayers}};
   int skipped = 0;
-  const std::vector<int> leads = s.leads.empty() ? std::vector<int>{-1} : s.leads;
   for (const Variant& v : variants)
     for (int dim : {128, 64})
       for (bool bf16_state : {false, true})
@@ -577,14 +541,11 @@ void register_cases(const Settings& s) {
               ++skipped;
               continue;
             }
-            for (int lead : v.kernel == Kernel::Verify ? leads : std::vector<int>{-1}) {
-              c.lead = lead;
-              benchmark::RegisterBenchmark(c.name().c_str(),
-                                           [c, s](benchmark::State& st) { run_case(st, c, s); })
-                  ->Iterations(1)
-                  ->UseManualTime()
-                  ->Unit(benchmark::kMicrosecond);
-            }
+            benchmark::RegisterBenchmark(c.name().c_str(),
+                                         [c, s](benchmark::State& st) { run_case(st, c, s); })
+                ->Iterations(1)
+                ->UseManualTime()
+                ->Unit(benchmark::kMicrosecond);
           }
   if (skipped) std::printf("gdn_bench: %d cases skipped for memory\n", skipped);
 }
@@ -614,8 +575,6 @@ int main(int argc, char** argv) {
       rc = 1;
     } else {
       gdn::set_index_checking(false);
-      const char* lead = std::getenv("GDN_BENCH_KQ_RUN_LEAD");
-      if (lead != nullptr) gdn::Impl::force_kq_run_lead(lead_env());
       g_machine = measure_machine();
       const Settings s = settings_for(g_machine);
       const Machine& m = g_machine;
@@ -623,7 +582,6 @@ int main(int argc, char** argv) {
       benchmark::AddCustomContext("device", m.device);
       benchmark::AddCustomContext("concurrency", std::to_string(m.concurrency));
       benchmark::AddCustomContext("copy_bw", fmt("%.6g", m.copy_bw));
-      if (lead != nullptr) benchmark::AddCustomContext("kq_run_lead", lead);
       benchmark::AddCustomContext("copy_buffer_bytes", fmt("%.0f", m.copy_bytes));
       benchmark::AddCustomContext("fp32_peak", fmt("%.6g", m.fp32_peak));
       benchmark::AddCustomContext("fp32_peak_method", m.fp32_peak_method);

@@ -13,18 +13,12 @@ std::atomic<int>& forced_teams() {
   static std::atomic<int> t(0);
   return t;
 }
-std::atomic<int>& forced_lead() {
-  static std::atomic<int> l(-1);
-  return l;
-}
 }  // namespace
 
 void force_kq_run(int run) { forced_run().store(run, std::memory_order_relaxed); }
 int forced_kq_run() { return forced_run().load(std::memory_order_relaxed); }
 void force_persistent_teams(int teams) { forced_teams().store(teams, std::memory_order_relaxed); }
 int forced_persistent_teams() { return forced_teams().load(std::memory_order_relaxed); }
-void force_kq_run_lead(int pct) { forced_lead().store(pct, std::memory_order_relaxed); }
-int forced_kq_run_lead() { return forced_lead().load(std::memory_order_relaxed); }
 
 }  // namespace Impl
 }  // namespace gdn

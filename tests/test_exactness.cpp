@@ -117,21 +117,17 @@ TEST(Exactness, ManyWorkItemsPerTeam) {
 // runs (the host, verify at Dk = 64 with a float state) the test runs the
 // ordinary path.
 // The cycles of the KqRuns*Forced* tests: runs of `run` (2 or 4) items
-// forced, `teams` persistent teams (0: as many as are resident) and the run
-// plan's lead `lead` (-1: the library's; run_plan.hpp).
-void kq_runs_forced_cycles(int run, int teams, int lead) {
+// forced, and `teams` persistent teams (0: as many as are resident).
+void kq_runs_forced_cycles(int run, int teams) {
   struct Reset {
     ~Reset() {
       gdn::Impl::force_kq_run(0);
       gdn::Impl::force_persistent_teams(0);
-      gdn::Impl::force_kq_run_lead(-1);
     }
   } reset;
-  SCOPED_TRACE("forced run " + std::to_string(run) + ", teams " + std::to_string(teams) +
-               ", lead " + std::to_string(lead));
+  SCOPED_TRACE("forced run " + std::to_string(run) + ", teams " + std::to_string(teams));
   gdn::Impl::force_kq_run(run);
   gdn::Impl::force_persistent_teams(teams);
-  gdn::Impl::force_kq_run_lead(lead);
   cycle_over_shapes<float, float>(kLens, 8);
   cycle_over_shapes<gdn::bf16, float>(kLens, 8);
   cycle_over_shapes<gdn::bf16, float>({2, 1, 0, 3, 2}, 2);
@@ -168,26 +164,23 @@ bool persistent_teams_here() {
 // As many persistent teams as are resident: on a large GPU each team then
 // takes about one run of these batches. One test per run length, so that a
 // sanitizer can run them side by side.
-TEST(Exactness, KqRunsOf2Forced) { kq_runs_forced_cycles(2, 0, -1); }
-TEST(Exactness, KqRunsOf4Forced) { kq_runs_forced_cycles(4, 0, -1); }
+TEST(Exactness, KqRunsOf2Forced) { kq_runs_forced_cycles(2, 0); }
+TEST(Exactness, KqRunsOf4Forced) { kq_runs_forced_cycles(4, 0); }
 
 // 61 persistent teams: the 24 rows of 64 items run 6 or 12 whole rounds of
 // runs (the runs of empty rows skipped), then 72 single items (run_plan.hpp),
-// each team taking several of both. With runs of 4 the plan's lead is forced
-// to 10 % per wave: waves of 61 / (teams per SM) teams, at most 4 (the
-// last takes the rest), so with 4 teams per SM runs in four phases of 61,
-// 45, 30 and 15 teams.
+// each team taking several of both.
 TEST(Exactness, KqRunsOf2ForcedFewTeams) {
   if (!persistent_teams_here()) {
     GTEST_SKIP() << "one team per item on this backend: no persistent teams to force";
   }
-  kq_runs_forced_cycles(2, 61, -1);
+  kq_runs_forced_cycles(2, 61);
 }
-TEST(Exactness, KqRunsOf4ForcedFewTeamsLead) {
+TEST(Exactness, KqRunsOf4ForcedFewTeams) {
   if (!persistent_teams_here()) {
     GTEST_SKIP() << "one team per item on this backend: no persistent teams to force";
   }
-  kq_runs_forced_cycles(4, 61, 10);
+  kq_runs_forced_cycles(4, 61);
 }
 
 TEST(Exactness, RecordPaddingZeroAndLarge) {

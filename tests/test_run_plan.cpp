@@ -3,7 +3,7 @@
 // of a non-empty row is taken exactly once, runs stay aligned and in one
 // row, the teams' loads differ by at most one item, and the host's busiest
 // count is the largest load. The kernels' results under the plan are tested
-// by Exactness.KqRunsForced (forced run lengths and team counts).
+// by the Exactness.KqRunsOf*Forced* tests (forced run lengths and team counts).
 #include "test_support.hpp"
 
 #include <gdn/impl/run_plan.hpp>
@@ -114,7 +114,7 @@ TEST(RunPlan, EmptyRowsAreSkipped) {
 TEST(RunPlan, NoItemsOrNoTeams) {
   // B == 0 launches nothing; the plan must still be made without a division by zero.
   const RunPlan p = gdn::Impl::make_run_plan(0, 0, 2);
-  EXPECT_EQ(p.end(), 0);
+  EXPECT_EQ(p.end, 0);
   EXPECT_EQ(gdn::Impl::busiest_team_items(p, 0, 0), 0);
   const RunPlan q = gdn::Impl::make_run_plan(0, 5, 1);
   const Walk w = walk(q, 0, 5, 8, {});
@@ -145,11 +145,11 @@ TEST(RunPlan, SingleItemsFromTheRoundsAskedFor) {
   // (2112 items), so with the default of two rounds, runs only; 8192 items:
   // three whole rounds, then single items.
   const RunPlan one = gdn::Impl::make_run_plan(4096, 1056, 1, 2);
-  EXPECT_EQ(one.end(), 4096);
+  EXPECT_EQ(one.end, 4096);
   EXPECT_EQ(gdn::Impl::busiest_team_items(one, 1056, 4096), 4);
-  EXPECT_EQ(gdn::Impl::make_run_plan(4096, 1056, 1, 1).end(), 2112);
+  EXPECT_EQ(gdn::Impl::make_run_plan(4096, 1056, 1, 1).end, 2112);
   const RunPlan three = gdn::Impl::make_run_plan(8192, 1056, 1, 2);
-  EXPECT_EQ(three.end(), 3 * 2112);
+  EXPECT_EQ(three.end, 3 * 2112);
   EXPECT_EQ(gdn::Impl::busiest_team_items(three, 1056, 8192), 8);  // 6 in runs, 1 or 2 single
   check(8192, 1056, 1, 32, std::vector<bool>(256));
 }
@@ -159,7 +159,7 @@ TEST(RunPlan, B256OnAnH200) {
   // then 1600 single items, 3 rounds and 16 more: 16 teams take 32 items, 512
   // take 31 (runs alone: 400 took 32, 128 took 28).
   const RunPlan p = gdn::Impl::make_run_plan(16384, 528, 2);
-  EXPECT_EQ(p.end(), 7 * 528 * 4);
+  EXPECT_EQ(p.end, 7 * 528 * 4);
   EXPECT_EQ(gdn::Impl::busiest_team_items(p, 528, 16384), 32);
   const Walk w = walk(p, 16384, 528, 64, std::vector<bool>(256));
   int n32 = 0, n31 = 0;
@@ -169,100 +169,6 @@ TEST(RunPlan, B256OnAnH200) {
   }
   EXPECT_EQ(n32, 16);
   EXPECT_EQ(n31, 512);
-}
-
-// The lead (make_run_plan's lead_pct): teams of later waves (rank / wave)
-// take fewer runs. Every item still taken once, runs aligned; within a wave
-// the loads differ by at most one item; a later wave never takes more runs
-// than an earlier one, and the busiest count is a first-wave team's load.
-void check_lead(int items, int teams, int shift, int wave, int lead, int per_row,
-                const std::vector<bool>& empty) {
-  SCOPED_TRACE("items " + std::to_string(items) + " teams " + std::to_string(teams) + " shift " +
-               std::to_string(shift) + " wave " + std::to_string(wave) + " lead " +
-               std::to_string(lead));
-  const RunPlan p = gdn::Impl::make_run_plan(items, teams, shift, 2, wave, lead);
-  const Walk w = walk(p, items, teams, per_row, empty);
-  bool any_empty = false;
-  for (int i = 0; i < items; ++i) {
-    const bool skip = empty[static_cast<std::size_t>(i / per_row)];
-    any_empty = any_empty || skip;
-    ASSERT_EQ(w.taken[static_cast<std::size_t>(i)], skip ? 0 : 1) << "item " << i;
-  }
-  const int waves = std::min((teams + wave - 1) / wave, RunPlan::kMaxPhases);
-  std::vector<std::size_t> lo(static_cast<std::size_t>(waves), static_cast<std::size_t>(items));
-  std::vector<std::size_t> hi(static_cast<std::size_t>(waves), 0);
-  std::vector<int> runs_of(static_cast<std::size_t>(teams), 0);
-  for (int r = 0; r < teams; ++r) {
-    const auto& s = w.seq[static_cast<std::size_t>(r)];
-    for (std::size_t j = 0; j < s.size(); ++j) {
-      if (s[j] < p.end()) {  // in a run: aligned, and the run taken whole by this team
-        if ((s[j] & ((1 << shift) - 1)) == 0) runs_of[static_cast<std::size_t>(r)]++;
-        if (j > 0 && (s[j] & ((1 << shift) - 1)) != 0) {
-          ASSERT_EQ(s[j], s[j - 1] + 1) << "team " << r;
-          ASSERT_TRUE(p.same_run(s[j - 1], s[j]));
-        }
-      }
-    }
-    const std::size_t wv = static_cast<std::size_t>(std::min(r / wave, waves - 1));
-    lo[wv] = std::min(lo[wv], s.size());
-    hi[wv] = std::max(hi[wv], s.size());
-  }
-  if (any_empty) return;
-  EXPECT_EQ(static_cast<long long>(hi[0]), gdn::Impl::busiest_team_items(p, teams, items));
-  if ((items >> shift) / teams < 2) return;  // fewer than two whole rounds: runs only
-  for (int r = 1; r < teams; ++r) {
-    EXPECT_LE(runs_of[static_cast<std::size_t>(r)], runs_of[static_cast<std::size_t>(r - 1)])
-        << "team " << r << " takes more runs than team " << r - 1;
-  }
-  for (int s = 0; s < waves; ++s) {
-    EXPECT_LE(hi[static_cast<std::size_t>(s)] - lo[static_cast<std::size_t>(s)], 1u)
-        << "wave " << s;
-  }
-}
-
-TEST(RunPlan, LeadEveryItemOnce) {
-  for (int shift : {1, 2}) {
-    for (int teams : {7, 61, 396, 528}) {
-      for (int per_sm : {3, 4}) {
-        for (int lead : {3, 5, 10, 30}) {
-          for (int rows : {24, 256, 512}) {
-            const int items = rows * 64;
-            check_lead(items, teams, shift, std::max(1, teams / per_sm), lead, 64,
-                       std::vector<bool>(static_cast<std::size_t>(rows)));
-          }
-          std::vector<bool> empty(37);
-          for (std::size_t r = 0; r < empty.size(); ++r) empty[r] = r % 3 == 1 || r == 36;
-          check_lead(37 * 64, teams, shift, std::max(1, teams / per_sm), lead, 64, empty);
-        }
-      }
-    }
-  }
-}
-
-TEST(RunPlan, LeadOnAnH200) {
-  // B = 512 (32768 items, 8192 runs of 4) on 528 teams, 4 per SM (waves of
-  // 132), 5 % per wave: runs in proportion to 100 / 95 / 90 / 85 of
-  // 8192 / (132 * 370) = 0.1677, rounded: 17 / 16 / 15 / 14 runs, then 32
-  // single items (ranks 0 to 31).
-  const RunPlan p = gdn::Impl::make_run_plan(32768, 528, 2, 2, 132, 5);
-  EXPECT_EQ(p.phases, 4);
-  EXPECT_EQ(p.end(), 4 * 132 * (17 + 16 + 15 + 14));
-  const Walk w = walk(p, 32768, 528, 64, std::vector<bool>(512));
-  for (int r : {0, 31, 32, 131, 132, 263, 264, 395, 396, 527}) {
-    const int runs = r < 132 ? 17 : r < 264 ? 16 : r < 396 ? 15 : 14;
-    EXPECT_EQ(w.seq[static_cast<std::size_t>(r)].size(),
-              static_cast<std::size_t>(4 * runs + (r < 32)))
-        << "team " << r;
-  }
-  EXPECT_EQ(gdn::Impl::busiest_team_items(p, 528, 32768), 69);
-  // B = 256 (4096 runs): 8.39 / 7.96 / 7.55 / 7.13 -> 8 / 8 / 8 / 7 runs, then 16 singles.
-  const RunPlan q = gdn::Impl::make_run_plan(16384, 528, 2, 2, 132, 5);
-  EXPECT_EQ(q.end(), 528 * 28 + 396 * 4);
-  EXPECT_EQ(gdn::Impl::busiest_team_items(q, 528, 16384), 33);
-  // No lead: the balanced plan.
-  const RunPlan b = gdn::Impl::make_run_plan(16384, 528, 2, 2, 132, 0);
-  EXPECT_EQ(b.phases, 1);
-  EXPECT_EQ(b.end(), 7 * 528 * 4);
 }
 
 }  // namespace

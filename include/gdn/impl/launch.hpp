@@ -159,21 +159,16 @@ void launch_recurrence(const char* label, const ExecSpace& space, const HeadConf
     const long long items =
         recurrence_league<ExecSpace, StateT>(cfg, slots.extent(0));  // <= INT_MAX / 2 (checked)
     k.m_items = static_cast<int>(items);
-    const long long shmem = team_shmem_bytes<Kernel>(Kernel::kTeamSize);
-    long long league = launch_teams(space, items, Kernel::kPersistentTeams, shmem);
+    long long league = launch_teams(space, items, Kernel::kPersistentTeams,
+                                    team_shmem_bytes<Kernel>(Kernel::kTeamSize));
     if (const int forced = forced_persistent_teams(); forced > 0 && Kernel::kPersistentTeams > 0) {
       if (forced < league) league = forced;  // tests (tuning.hpp)
     }
     const int run_shift = kq_run_shift<Kernel>(items, league, k.m_group);
     if ((items >> run_shift) < league) league = items >> run_shift;  // a run per team
     if constexpr (Kernel::kKqRuns) {
-      // Teams are placed on the SMs a wave at a time (rank / wave).
-      const int per_sm = teams_per_unit(space, Kernel::kPersistentTeams, shmem);
-      const int lead =
-          forced_kq_run_lead() >= 0 ? forced_kq_run_lead() : Kernel::Map::kq_run_lead_pct;
       k.m_runs = make_run_plan(k.m_items, static_cast<int>(league), run_shift,
-                               Kernel::Map::kq_run_balance_rounds,
-                               per_sm > 0 ? static_cast<int>(league / per_sm) : 0, lead);
+                               Kernel::Map::kq_run_balance_rounds);
     }
     launch_team_kernel(label, space, league, Kernel::kTeamSize, Kernel::Map::vector_length, k);
   };

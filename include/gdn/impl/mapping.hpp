@@ -137,7 +137,6 @@ struct RecurrenceMapping {
   }
   static constexpr int kq_run_slack_pct = 0;       ///< GPU only
   static constexpr int kq_run_balance_rounds = 0;  ///< GPU only
-  static constexpr int kq_run_lead_pct = 0;        ///< GPU only
   /// Verify with RING_LEN <= this runs its own kernel (0: none; GPU only).
   static constexpr int short_window_max(bool /*verify*/) { return 0; }
   /// Whether forward / verify at head dim `dk` has a short-row kernel (GPU only).
@@ -289,9 +288,6 @@ struct FoldMapping {
 #endif
 #ifndef GDN_CUDA_KQ_RUN_BALANCE
 #define GDN_CUDA_KQ_RUN_BALANCE 2
-#endif
-#ifndef GDN_CUDA_KQ_RUN_LEAD
-#define GDN_CUDA_KQ_RUN_LEAD 0
 #endif
 #ifndef GDN_CUDA_SHORT_WINDOW_BF16
 #define GDN_CUDA_SHORT_WINDOW_BF16 2
@@ -470,10 +466,6 @@ struct RecurrenceMapping<Kokkos::Cuda, StateT> {
   /// single) +0.6 to +2.3 %, hence the two rounds; the unchanged D64 float
   /// kernel -1.4 to +0.8 % (the call's noise).
   static constexpr int kq_run_balance_rounds = GDN_CUDA_KQ_RUN_BALANCE;
-  /// The plan's lead (run_plan.hpp, make_run_plan): with the balanced plan,
-  /// each later wave of teams on the SMs takes about this many per cent
-  /// fewer runs than the first (GDN_CUDA_KQ_RUN_LEAD, default 0: none).
-  static constexpr int kq_run_lead_pct = GDN_CUDA_KQ_RUN_LEAD;
   /// Partial sums of a one-lane group's norms (GDN_CUDA_ROW_LANES = 1 only:
   /// lane groups compute their norms by quads, 4 consecutive warp lanes per
   /// q or k vector, 8 vectors per warp at once, quad_sum_squares in
@@ -763,30 +755,17 @@ long long launch_teams(const ExecSpace& space, long long items, int teams_per_th
   return items < resident ? items : resident;
 }
 
-/// The teams that share one unit of the space (an SM on CUDA, a thread on
-/// the host) in a launch of launch_teams with the same arguments; 0 for one
-/// team per item.
-template <class ExecSpace>
-int teams_per_unit(const ExecSpace& /*space*/, int teams_per_thread, long long /*shmem_bytes*/) {
-  return teams_per_thread > 0 ? teams_per_thread : 0;
-}
-
 #if defined(KOKKOS_ENABLE_CUDA)
-inline int teams_per_unit(const Kokkos::Cuda& space, int teams_per_sm, long long shmem_bytes) {
-  if (teams_per_sm <= 0) return 0;
+inline long long launch_teams(const Kokkos::Cuda& space, long long items, int teams_per_sm,
+                              long long shmem_bytes) {
+  if (teams_per_sm <= 0) return items;
   const cudaDeviceProp& prop = space.cuda_device_prop();
   // The driver reserves reservedSharedMemPerBlock per block.
   const long long per_team = shmem_bytes + static_cast<long long>(prop.reservedSharedMemPerBlock);
   long long per_sm = static_cast<long long>(prop.sharedMemPerMultiprocessor) / per_team;
   per_sm = per_sm < teams_per_sm ? per_sm : teams_per_sm;
-  return per_sm < 1 ? 1 : static_cast<int>(per_sm);
-}
-inline long long launch_teams(const Kokkos::Cuda& space, long long items, int teams_per_sm,
-                              long long shmem_bytes) {
-  if (teams_per_sm <= 0) return items;
-  const long long resident =
-      static_cast<long long>(teams_per_unit(space, teams_per_sm, shmem_bytes)) *
-      space.cuda_device_prop().multiProcessorCount;
+  per_sm = per_sm < 1 ? 1 : per_sm;
+  const long long resident = per_sm * prop.multiProcessorCount;
   return items < resident ? items : resident;
 }
 #endif

@@ -27,12 +27,6 @@ int forced_kq_run();
 void force_persistent_teams(int teams);
 /// The forced team count; 0: none.
 int forced_persistent_teams();
-/// Set the run plan's lead (run_plan.hpp, make_run_plan) of every later
-/// recurrence call whose kernel has runs, in per cent per wave, or -1 (the
-/// default) for the mapping's (GDN_CUDA_KQ_RUN_LEAD).
-void force_kq_run_lead(int pct);
-/// The forced lead; -1: none.
-int forced_kq_run_lead();
 
 }  // namespace Impl
 }  // namespace gdn
