@@ -117,8 +117,13 @@ TEST(Exactness, ManyWorkItemsPerTeam) {
 // runs (the host, verify at Dk = 64 with a float state) the test runs the
 // ordinary path.
 // The cycles of the KqRuns*Forced* tests: runs of `run` (2 or 4) items
-// forced, and `teams` persistent teams (0: as many as are resident).
+// forced, and `teams` persistent teams (0: as many as are resident; skipped
+// where teams are not persistent).
 void kq_runs_forced_cycles(int run, int teams) {
+  if (teams > 0 &&
+      gdn::Impl::RecurrenceMapping<ExecSpace, float>::persistent_teams_per_sm(128, true) == 0) {
+    GTEST_SKIP() << "one team per item on this backend: no persistent teams to force";
+  }
   struct Reset {
     ~Reset() {
       gdn::Impl::force_kq_run(0);
@@ -157,10 +162,6 @@ void kq_runs_forced_cycles(int run, int teams) {
   }
 }
 
-bool persistent_teams_here() {
-  return gdn::Impl::RecurrenceMapping<ExecSpace, float>::persistent_teams_per_sm(128, true) > 0;
-}
-
 // As many persistent teams as are resident: on a large GPU each team then
 // takes about one run of these batches. One test per run length, so that a
 // sanitizer can run them side by side.
@@ -170,18 +171,8 @@ TEST(Exactness, KqRunsOf4Forced) { kq_runs_forced_cycles(4, 0); }
 // 61 persistent teams: the 24 rows of 64 items run 6 or 12 whole rounds of
 // runs (the runs of empty rows skipped), then 72 single items (run_plan.hpp),
 // each team taking several of both.
-TEST(Exactness, KqRunsOf2ForcedFewTeams) {
-  if (!persistent_teams_here()) {
-    GTEST_SKIP() << "one team per item on this backend: no persistent teams to force";
-  }
-  kq_runs_forced_cycles(2, 61);
-}
-TEST(Exactness, KqRunsOf4ForcedFewTeams) {
-  if (!persistent_teams_here()) {
-    GTEST_SKIP() << "one team per item on this backend: no persistent teams to force";
-  }
-  kq_runs_forced_cycles(4, 61);
-}
+TEST(Exactness, KqRunsOf2ForcedFewTeams) { kq_runs_forced_cycles(2, 61); }
+TEST(Exactness, KqRunsOf4ForcedFewTeams) { kq_runs_forced_cycles(4, 61); }
 
 TEST(Exactness, RecordPaddingZeroAndLarge) {
   CycleSpec cs;
