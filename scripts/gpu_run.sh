@@ -4,9 +4,11 @@
 #   bash scripts/gpu_run.sh [--bench REGEX] [--tests] [--variant NAME:FLAGS]... [--sanitize] [--ncu REGEX]
 # Steps run in this order, each logged under $OUT (default ./out):
 #   --tests        ctest -L cuda (CUDA test suite + install consumer)
-#   --sanitize     compute-sanitizer racecheck, then memcheck, over the CUDA
-#                  tests (GDN_RACECHECK_FILTER / GDN_MEMCHECK_FILTER select a
-#                  gtest subset, default all)
+#   --sanitize     compute-sanitizer racecheck and memcheck over the CUDA
+#                  tests, each test in a process of its own, GDN_SANITIZE_JOBS
+#                  (default 8) side by side (GDN_RACECHECK_FILTER /
+#                  GDN_MEMCHECK_FILTER select a gtest subset, default all;
+#                  logs in sanitizer_<tool>/, one line per tool in the summary)
 #   --bench RE     gdn_bench --benchmark_filter=RE -> bench_cuda.{json,md,txt},
 #                  then gdn_launch_probe -> launch_probe.txt
 #                  (GDN_BENCH_REPETITIONS=N: median of N interleaved repetitions)
@@ -67,15 +69,39 @@ if [ "$do_tests" = 1 ]; then
   "$dir/tests/gdn_tests_cuda" > "$OUT/gtest_cuda.log" 2>&1 || true
   say "gtest: $(grep -E '^\[  (PASSED|FAILED) |^\[==========\] [0-9]+ tests' "$OUT/gtest_cuda.log" | tr '\n' ' ')"
 fi
+# The sanitizers: every test that GDN_RACECHECK_FILTER / GDN_MEMCHECK_FILTER
+# selects, in a process of its own under compute-sanitizer --tool TOOL, the
+# racecheck and memcheck processes GDN_SANITIZE_JOBS at a time from one queue
+# (racecheck's first: the tests of the runs take minutes each under it, and
+# the whole suite in one process does not finish in a device call). A
+# process's log is sanitizer_TOOL/SUITE.TEST.log (its wall time on its last
+# line); sanitizer_TOOL/failed.txt lists the tests whose process exited
+# non-zero (a finding: exit code 7, or a failed test).
+sanitize_list() {  # TOOL FILTER: "TOOL SUITE.TEST" lines
+  OMP_PROC_BIND=false "$dir/tests/gdn_tests_cuda" --gtest_list_tests --gtest_filter="$2" 2>/dev/null |
+    awk -v tool="$1" '/^[A-Za-z0-9_]+\.$/ {s = $1; next} s != "" && /^  [A-Za-z0-9_]/ {print tool, s $1}'
+}
+sanitize_report() {  # TOOL FILTER SECONDS
+  local d=$OUT/sanitizer_$1 n bad clean r=clean
+  touch "$d/failed.txt"
+  n=$(grep -c "^$1 " "$OUT/sanitizer_queue.txt" || true)
+  bad=$(wc -l < "$d/failed.txt")
+  clean=$(cat "$d"/*.log 2>/dev/null | grep -cE '(RACECHECK SUMMARY: 0 hazards|ERROR SUMMARY: 0 errors)' || true)
+  [ "$bad" -eq 0 ] && [ "$clean" -eq "$n" ] || r=FAIL
+  say "compute-sanitizer $1 ($2): $r: $n tests, $bad processes failed, $clean logs with 0 findings ($3 s for both tools)"
+}
 if [ "$do_san" = 1 ]; then
-  compute-sanitizer --tool racecheck --error-exitcode 7 "$dir/tests/gdn_tests_cuda" --gtest_brief=1 \
-    --gtest_filter="${GDN_RACECHECK_FILTER:-*}" > "$OUT/sanitizer_racecheck.log" 2>&1 && r=clean || r="FAIL($?)"
-  say "compute-sanitizer racecheck (${GDN_RACECHECK_FILTER:-all}): $r; $(grep -E 'RACECHECK SUMMARY|PASSED|FAILED' "$OUT/sanitizer_racecheck.log" | tail -2 | tr '\n' ' ')"
-fi
-if [ "$do_san" = 1 ]; then
-  compute-sanitizer --tool memcheck --error-exitcode 7 "$dir/tests/gdn_tests_cuda" --gtest_brief=1 \
-    --gtest_filter="${GDN_MEMCHECK_FILTER:-*}" > "$OUT/sanitizer_memcheck.log" 2>&1 && r=clean || r="FAIL($?)"
-  say "compute-sanitizer memcheck (${GDN_MEMCHECK_FILTER:-all}): $r; $(grep -E 'ERROR SUMMARY|PASSED|FAILED' "$OUT/sanitizer_memcheck.log" | tail -2 | tr '\n' ' ')"
+  t0=$SECONDS
+  mkdir -p "$OUT/sanitizer_racecheck" "$OUT/sanitizer_memcheck"
+  { sanitize_list racecheck "${GDN_RACECHECK_FILTER:-*}"; sanitize_list memcheck "${GDN_MEMCHECK_FILTER:-*}"; } \
+    > "$OUT/sanitizer_queue.txt"
+  GDN_SAN_OUT=$OUT GDN_SAN_BIN=$dir/tests/gdn_tests_cuda xargs -P "${GDN_SANITIZE_JOBS:-8}" -L 1 bash -c '
+    s=$SECONDS log=$GDN_SAN_OUT/sanitizer_$1/$2.log
+    compute-sanitizer --tool "$1" --error-exitcode 7 "$GDN_SAN_BIN" --gtest_brief=1 \
+      --gtest_filter="$2" > "$log" 2>&1 || echo "$2 (exit $?)" >> "$GDN_SAN_OUT/sanitizer_$1/failed.txt"
+    echo "wall $((SECONDS - s)) s" >> "$log"' _ < "$OUT/sanitizer_queue.txt"
+  sanitize_report racecheck "${GDN_RACECHECK_FILTER:-all}" $((SECONDS - t0))
+  sanitize_report memcheck "${GDN_MEMCHECK_FILTER:-all}" $((SECONDS - t0))
 fi
 if [ -n "$bench" ]; then
   run_bench "$dir" cuda
