@@ -74,21 +74,24 @@ fi
 # racecheck and memcheck processes GDN_SANITIZE_JOBS at a time from one queue
 # (racecheck's first: the tests of the runs take minutes each under it, and
 # the whole suite in one process does not finish in a device call). A
-# process's log is sanitizer_TOOL/SUITE.TEST.log (its wall time on its last
-# line); sanitizer_TOOL/failed.txt lists the tests whose process exited
-# non-zero (a finding: exit code 7, or a failed test).
+# process's log is sanitizer_TOOL/SUITE.TEST.log (a / in the name as _; its
+# wall time on its last line); sanitizer_TOOL/failed.txt lists the tests whose process exited
+# non-zero (a finding: exit code 7, or a failed test). A tool is clean when
+# every process exited 0, ran its one test (passed or skipped) and ended with a summary of 0
+# findings.
 sanitize_list() {  # TOOL FILTER: "TOOL SUITE.TEST" lines
   OMP_PROC_BIND=false "$dir/tests/gdn_tests_cuda" --gtest_list_tests --gtest_filter="$2" 2>/dev/null |
-    awk -v tool="$1" '/^[A-Za-z0-9_]+\.$/ {s = $1; next} s != "" && /^  [A-Za-z0-9_]/ {print tool, s $1}'
+    awk -v tool="$1" '/^[A-Za-z0-9_\/]+\.( |$)/ {s = $1; next} s != "" && /^  [A-Za-z0-9_]/ {print tool, s $1}'
 }
 sanitize_report() {  # TOOL FILTER SECONDS
-  local d=$OUT/sanitizer_$1 n bad clean r=clean
+  local d=$OUT/sanitizer_$1 n bad clean ran r=clean
   touch "$d/failed.txt"
   n=$(grep -c "^$1 " "$OUT/sanitizer_queue.txt" || true)
   bad=$(wc -l < "$d/failed.txt")
   clean=$(cat "$d"/*.log 2>/dev/null | grep -cE '(RACECHECK SUMMARY: 0 hazards|ERROR SUMMARY: 0 errors)' || true)
-  [ "$bad" -eq 0 ] && [ "$clean" -eq "$n" ] || r=FAIL
-  say "compute-sanitizer $1 ($2): $r: $n tests, $bad processes failed, $clean logs with 0 findings ($3 s for both tools)"
+  ran=$(cat "$d"/*.log 2>/dev/null | grep -cE '(PASSED  \] 1 test\.|SKIPPED \] 1 test)' || true)  # its test ran
+  [ "$bad" -eq 0 ] && [ "$clean" -eq "$n" ] && [ "$ran" -eq "$n" ] || r=FAIL
+  say "compute-sanitizer $1 ($2): $r: $n tests, $ran ran (passed or skipped), $bad processes failed, $clean logs with 0 findings ($3 s for both tools)"
 }
 if [ "$do_san" = 1 ]; then
   t0=$SECONDS
@@ -96,7 +99,7 @@ if [ "$do_san" = 1 ]; then
   { sanitize_list racecheck "${GDN_RACECHECK_FILTER:-*}"; sanitize_list memcheck "${GDN_MEMCHECK_FILTER:-*}"; } \
     > "$OUT/sanitizer_queue.txt"
   GDN_SAN_OUT=$OUT GDN_SAN_BIN=$dir/tests/gdn_tests_cuda xargs -P "${GDN_SANITIZE_JOBS:-8}" -L 1 bash -c '
-    s=$SECONDS log=$GDN_SAN_OUT/sanitizer_$1/$2.log
+    s=$SECONDS log=$GDN_SAN_OUT/sanitizer_$1/${2//\//_}.log  # value-parameterized names hold a /
     compute-sanitizer --tool "$1" --error-exitcode 7 "$GDN_SAN_BIN" --gtest_brief=1 \
       --gtest_filter="$2" > "$log" 2>&1 || echo "$2 (exit $?)" >> "$GDN_SAN_OUT/sanitizer_$1/failed.txt"
     echo "wall $((SECONDS - s)) s" >> "$log"' _ < "$OUT/sanitizer_queue.txt"
