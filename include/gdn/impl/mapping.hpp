@@ -65,7 +65,7 @@ namespace gdn {
 namespace Impl {
 
 // Tuning knobs of the host mapping (compile-time; defaults measured on a
-// 2-core AMD EPYC (Zen 5) VM, see docs/performance.md).
+// 2-core AMD EPYC (Zen 5) VM, see docs/perf/history.md).
 #ifndef GDN_HOST_COLS_PER_LANE
 #define GDN_HOST_COLS_PER_LANE 64
 #endif
@@ -193,7 +193,7 @@ struct FoldMapping {
 
 #if defined(KOKKOS_ENABLE_CUDA)
 // Tuning knobs of the CUDA mapping (compile-time; the defaults are the
-// measured best on the H200, see docs/performance.md).
+// measured best on the H200, see docs/perf/history.md).
 #ifndef GDN_CUDA_ROW_LANES
 #define GDN_CUDA_ROW_LANES 8
 #endif
@@ -343,7 +343,7 @@ struct FoldMapping {
 /// groups are interleaved (warp lane w: row lane w / 4, group w % 4), so each
 /// quarter-warp loads two rows x 64 contiguous bytes of the state: whole
 /// 32-byte sectors (with lanes outermost, 8 rows x 16 bytes per quarter-warp,
-/// every sector was fetched twice; ncu, docs/performance.md). At Dk = 64,
+/// every sector was fetched twice; ncu, docs/perf/history.md). At Dk = 64,
 /// 4 x 4 (`row_lanes`): a lane holds 16 x 4 values as at Dk = 128, a warp
 /// covers 32 columns (warp lane w: row lane w / 8, group w % 8), and a team
 /// of 16 groups (64 threads) the whole head.
@@ -429,7 +429,7 @@ struct RecurrenceMapping<Kokkos::Cuda, StateT> {
   /// default 1); not for the forward
   /// (GDN_CUDA_KQ_RUN_FWD, default 1: at 4, same H200 call, bf16 decode 7.9
   /// to 11.4 % slower, T = 2 4 to 6 %, T >= 4 and float -4.1 to +2.8 %;
-  /// docs/performance.md, sixteenth session). Same H200 call, medians of
+  /// docs/perf/history.md, sixteenth session). Same H200 call, medians of
   /// 3, D128, GPU time, runs (4 at B = 128 to 512 with a bf16 state; with a
   /// float state 1, 2, 4 at B = 128, 256, 512 and slack 3) against none:
   /// bf16 T = 1 / 2 / 4 / 8 at B = 256 106.6 / 128.4 / 179.1 / 285.3 us
@@ -515,7 +515,7 @@ struct RecurrenceMapping<Kokkos::Cuda, StateT> {
   /// (GDN_CUDA_MIN_TEAMS_VERIFY_D64*: 168 and 128 registers, no spills; the
   /// row_lanes call above measured them) and the forward
   /// (GDN_CUDA_MIN_TEAMS_D64*: 146 and 125 registers; see
-  /// docs/performance.md, eleventh session). With 8 row lanes at
+  /// docs/perf/history.md, eleventh session). With 8 row lanes at
   /// Dk = 64 (8x4 fragments) verify ran 5 / 6 teams of 128 threads (same
   /// run, B = 128 to 512, 3 -> 5 teams (float) 1 to 13 % faster, 4 -> 6
   /// (bf16) 3 to 9 % faster) and the forward 3 / 4 (more teams: decode 2 to

@@ -834,7 +834,7 @@ struct RecurrenceKernel {
     // token tt, 2*tt + 1 its k; the query factor / key inverse norm goes to
     // dst[tt * norm_tok + 0 / 1]. (Defined here, outside the branch that
     // uses it: moving it into that branch changed the host code, and verify
-    // bf16 at T = 1 measured 3 to 4 % slower on the CPU; docs/performance.md.)
+    // bf16 at T = 1 measured 3 to 4 % slower on the CPU; docs/perf/history.md.)
     auto norm_task = [&](int task, float* dst, int norm_tok) {
       const int tt = task / 2;
       const bool is_k = task % 2 != 0;

@@ -19,7 +19,7 @@
 /// a whole run more items than others: at B = 256 (16384 items, 528 teams,
 /// runs of 4) 128 teams ran 28 items and 400 ran 32, so some SMs hosted 128
 /// items and others 120 or 124, and the SMs with 128 set the kernel's end
-/// (H200, per-team timers: docs/performance.md, eighteenth session). The
+/// (H200, per-team timers: docs/perf/history.md, eighteenth session). The
 /// host takes this plan only from two whole rounds of runs on (the
 /// mapping's kq_run_balance_rounds): with one, up to half the items would
 /// run single, without the k and q their run shares. Otherwise `end` is
