@@ -75,10 +75,10 @@ fi
 # (racecheck's first: the tests of the runs take minutes each under it, and
 # the whole suite in one process does not finish in a device call). A
 # process's log is sanitizer_TOOL/SUITE.TEST.log (a / in the name as _; its
-# wall time on its last line); sanitizer_TOOL/failed.txt lists the tests whose process exited
-# non-zero (a finding: exit code 7, or a failed test). A tool is clean when
-# every process exited 0, ran its one test (passed or skipped) and ended with a summary of 0
-# findings.
+# wall time on its last line); sanitizer_TOOL/failed.txt lists the tests
+# whose process exited non-zero (a finding: exit code 7, or a failed test).
+# A tool is clean when every process exited 0, ran its one test (passed or
+# skipped) and ended with a summary of 0 findings.
 sanitize_list() {  # TOOL FILTER: "TOOL SUITE.TEST" lines
   OMP_PROC_BIND=false "$dir/tests/gdn_tests_cuda" --gtest_list_tests --gtest_filter="$2" 2>/dev/null |
     awk -v tool="$1" '/^[A-Za-z0-9_\/]+\.( |$)/ {s = $1; next} s != "" && /^  [A-Za-z0-9_]/ {print tool, s $1}'
