@@ -98,11 +98,17 @@ struct RecurrenceMapping {
   static constexpr int row_lanes(int /*dk*/) { return 1; }
   static constexpr int cols_per_lane = GDN_HOST_COLS_PER_LANE;  ///< columns one lane owns
   static constexpr int team_threads = 1;                        ///< lane groups per team
+  /// Columns per lane and lane groups per team of one kernel (the CUDA
+  /// mapping's verify may differ from the forward there); the host: the above.
+  static constexpr int lane_cols(int /*dk*/, bool /*verify*/, bool /*short_rows*/ = false) {
+    return cols_per_lane;
+  }
+  static constexpr int lane_groups(int /*dk*/, bool /*verify*/, bool /*short_rows*/ = false) {
+    return team_threads;
+  }
   static constexpr int vector_length = 1;  ///< Kokkos vector length (threads of one vector)
   /// distance between the lanes of one group in a vector
   static constexpr int lane_stride(int /*dk*/) { return 1; }
-  /// Kokkos team size (vectors per team)
-  static constexpr int team_size(int /*dk*/) { return 1; }
   /// independent partial sums per column (ILP)
   static constexpr int row_accumulators = GDN_HOST_ROW_ACC;
   /// columns summed together (one 512-bit vector)
@@ -211,6 +217,26 @@ struct FoldMapping {
 #endif
 #ifndef GDN_CUDA_LANE_GROUPS
 #define GDN_CUDA_LANE_GROUPS 16
+#endif
+// Columns per lane at Dk = 128 of verify's main kernel, of verify's short-row
+// kernel and of the forward's decode kernel (lane_cols; the forward's other
+// kernel: GDN_CUDA_COLS_PER_LANE).
+#ifndef GDN_CUDA_VERIFY_COLS_PER_LANE
+#define GDN_CUDA_VERIFY_COLS_PER_LANE GDN_CUDA_COLS_PER_LANE
+#endif
+#ifndef GDN_CUDA_VERIFY_SHORT_COLS_PER_LANE
+#define GDN_CUDA_VERIFY_SHORT_COLS_PER_LANE GDN_CUDA_COLS_PER_LANE
+#endif
+#ifndef GDN_CUDA_DECODE_COLS_PER_LANE
+#define GDN_CUDA_DECODE_COLS_PER_LANE GDN_CUDA_COLS_PER_LANE
+#endif
+// Teams per SM of verify at Dk = 128 when its lanes hold more columns than
+// GDN_CUDA_COLS_PER_LANE (0: the count it has otherwise).
+#ifndef GDN_CUDA_MIN_TEAMS_VERIFY_WIDE
+#define GDN_CUDA_MIN_TEAMS_VERIFY_WIDE 0
+#endif
+#ifndef GDN_CUDA_MIN_TEAMS_VERIFY_WIDE_BF16
+#define GDN_CUDA_MIN_TEAMS_VERIFY_WIDE_BF16 0
 #endif
 #ifndef GDN_CUDA_MIN_TEAMS
 #define GDN_CUDA_MIN_TEAMS 3
@@ -384,9 +410,40 @@ struct RecurrenceMapping<Kokkos::Cuda, StateT> {
   }
   static constexpr int cols_per_lane = GDN_CUDA_COLS_PER_LANE;
   static constexpr int team_threads = GDN_CUDA_LANE_GROUPS;
+  /// Columns per lane of one kernel at Dk = 128: verify's main kernel
+  /// (GDN_CUDA_VERIFY_COLS_PER_LANE), verify's short-row kernel
+  /// (GDN_CUDA_VERIFY_SHORT_COLS_PER_LANE) and the forward's decode kernel
+  /// (GDN_CUDA_DECODE_COLS_PER_LANE) may differ from cols_per_lane, with
+  /// lane_groups keeping the 64-column tile (8 columns: teams of 64 threads).
+  /// A lane's rows, and so the order of every sum, do not depend on its
+  /// columns (columns never meet), so outputs stay bit-identical between
+  /// kernels. Wider lanes share the k and q loads, the per-token sums and the
+  /// per-item work over more columns, but hold twice the registers (217 to
+  /// 254 at 8 columns, no spills: 6 or 8 warps per SM instead of 12 or 16). All
+  /// default to cols_per_lane, the measured best where it counts. Same H200
+  /// calls, medians of 3 (5 for the forward), GPU time, D128, B = 128 / 256 /
+  /// 512, 8 columns against 4 (docs/perf/history.md, twenty-first session):
+  /// verify (both kernels at 8) bf16 T = 1 8.6 to 10.1 % faster (B = 256
+  /// 106.7 -> 95.9 us), but T = 2 3.4 to 4.4 % slower, T = 4 9.3 to 12.2 %
+  /// and T = 8 7.9 to 10.5 %; float T = 1 1.3 to 1.6 % faster, T = 2 2.4
+  /// to 3.3 % slower, T = 4 11.4 to 13.9 %, T = 8 16.2 to 19.1 %; the bf16
+  /// forward's decode step 4.9 to 5.9 % slower (3 teams per SM; 4: 10.1 to
+  /// 11.8 %). The CUDA tests pass with each (84/84).
+  static constexpr int lane_cols(int dk, bool verify, bool short_rows = false) {
+    if (dk <= 64) return cols_per_lane;
+    if (verify) return short_rows ? GDN_CUDA_VERIFY_SHORT_COLS_PER_LANE : GDN_CUDA_VERIFY_COLS_PER_LANE;
+    return short_rows && has_short_kernel(dk, verify) ? GDN_CUDA_DECODE_COLS_PER_LANE
+                                                      : cols_per_lane;
+  }
+  /// Lane groups per team: the same 64-column tile whatever lane_cols is.
+  static constexpr int lane_groups(int dk, bool verify, bool short_rows = false) {
+    return team_threads * cols_per_lane / lane_cols(dk, verify, short_rows);
+  }
+  static constexpr bool wide_verify(int dk, bool verify, bool short_rows = false) {
+    return verify && lane_cols(dk, verify, short_rows) > cols_per_lane;
+  }
   static constexpr int vector_length = GDN_CUDA_VECTOR;
   static constexpr int lane_stride(int dk) { return vector_length / row_lanes(dk); }
-  static constexpr int team_size(int dk) { return team_threads * row_lanes(dk) / vector_length; }
   static constexpr int row_accumulators = 1;
   static constexpr int col_block = GDN_CUDA_COLS_PER_LANE;  // no blocking
   /// A lane group's per-token sums (the readout and the key sums of its
@@ -412,7 +469,8 @@ struct RecurrenceMapping<Kokkos::Cuda, StateT> {
   /// cols_per_lane: 8 at Dk = 128). GDN_CUDA_SMEM_SUMS: 0 never, 1 (default)
   /// as above, 2 in every kernel with 8 row lanes.
   static constexpr bool smem_sums(int dk, bool verify, bool short_rows = false) {
-    if (GDN_CUDA_SMEM_SUMS == 0 || row_lanes(dk) != 2 * cols_per_lane) return false;
+    if (GDN_CUDA_SMEM_SUMS == 0 || row_lanes(dk) != 2 * lane_cols(dk, verify, short_rows))
+      return false;
     return GDN_CUDA_SMEM_SUMS >= 2 || (verify && !short_rows);
   }
   /// Runs of work items that read the same k and q (RecurrenceKernel::kKqRuns):
@@ -535,6 +593,11 @@ struct RecurrenceMapping<Kokkos::Cuda, StateT> {
     if (verify && dk <= 64)
       return sizeof(StateT) == 2 ? GDN_CUDA_MIN_TEAMS_VERIFY_D64_BF16
                                  : GDN_CUDA_MIN_TEAMS_VERIFY_D64;
+    if (wide_verify(dk, verify, short_rows)) {
+      constexpr int wide =
+          sizeof(StateT) == 2 ? GDN_CUDA_MIN_TEAMS_VERIFY_WIDE_BF16 : GDN_CUDA_MIN_TEAMS_VERIFY_WIDE;
+      if (wide > 0) return wide;
+    }
     return !verify && short_rows ? decode_teams_per_sm(dk) : forward_teams_per_sm(dk);
   }
   /// Teams per SM of the forward (and of verify at Dk = 128).
@@ -677,7 +740,13 @@ struct RecurrenceMapping<Kokkos::Cuda, StateT> {
   static_assert(vector_valid(row_lanes(128)) && vector_valid(row_lanes(64)),
                 "GDN_CUDA_VECTOR must be a power of two <= 32, a multiple of the row lanes, "
                 "dividing the team");
-  static_assert(cols_valid(row_lanes(128)) && cols_valid(row_lanes(64)),
+  static constexpr bool kernel_cols_valid(int c) {
+    return row_lanes(128) >= c && (c & (c - 1)) == 0 && (team_threads * cols_per_lane) % c == 0;
+  }
+  static_assert(cols_valid(row_lanes(128)) && cols_valid(row_lanes(64)) &&
+                    kernel_cols_valid(lane_cols(128, true)) &&
+                    kernel_cols_valid(lane_cols(128, true, true)) &&
+                    kernel_cols_valid(lane_cols(128, false, true)),
                 "GDN_CUDA_COLS_PER_LANE must be a power of two <= the row lanes "
                 "(reduce-scatter sums)");
 };

@@ -37,7 +37,8 @@
 /// float forward's decode kernel) and 8 for bf16; 64-column tiles, so a
 /// Dk = 64 team holds a whole head; 8-token chunks except for the forward
 /// with a float state, 4; host: 1 lane x 64 columns, vectorised over
-/// columns). The state is read once before an item's first token and
+/// columns; Map::lane_cols can give a kernel other columns per lane, off by
+/// default). The state is read once before an item's first token and
 /// written at most once after its last.
 ///
 /// Pipeline. A team's work is a sequence of stages (an item's chunk of
@@ -116,10 +117,13 @@ struct RecurrenceKernel {
   static constexpr int kPersistentTeams = Map::persistent_teams_per_sm(Dk, Verify, ShortRows);
   /// Lanes per lane group (Map::row_lanes: 8 at Dk = 128, 4 at Dk = 64 on CUDA; 1 on the host).
   static constexpr int kLanes = Map::row_lanes(Dk);
-  static constexpr int kThreads = Map::team_threads * kLanes;  // threads per team
+  /// Columns per lane and lane groups per team (Map::lane_cols: verify may differ).
+  static constexpr int kCols = Map::lane_cols(Dk, Verify, ShortRows);
+  static constexpr int kGroups = Map::lane_groups(Dk, Verify, ShortRows);
+  static constexpr int kThreads = kGroups * kLanes;  // threads per team
   /// Distance between a group's lanes in a vector.
   static constexpr int kStride = Map::lane_stride(Dk);
-  static constexpr int kTeamSize = Map::team_size(Dk);  // Kokkos team size (vectors per team)
+  static constexpr int kTeamSize = kThreads / Map::vector_length;  // Kokkos team size (vectors)
   using Policy = Kokkos::TeamPolicy<ExecSpace, typename Map::schedule,
                                     Kokkos::LaunchBounds<kThreads, kMinTeams>, TeamKernelLaunch>;
   using Member = typename Policy::member_type;
@@ -127,8 +131,7 @@ struct RecurrenceKernel {
       Kokkos::View<float*, typename ExecSpace::scratch_memory_space, Kokkos::MemoryUnmanaged>;
 
   static constexpr int kRows = Dk / kLanes;  // rows per lane
-  static constexpr int kCols = Map::cols_per_lane;
-  static constexpr int kTeamCols = Map::cols_per_lane * Map::team_threads;
+  static constexpr int kTeamCols = kCols * kGroups;
   static constexpr int kAcc = Map::row_accumulators;
   static constexpr int kNormAcc = Map::norm_accumulators;
   static constexpr int kChunk = Map::chunk_tokens(Verify);
@@ -892,7 +895,7 @@ struct RecurrenceKernel {
         // Task x*team_size + w goes to group x of vector w: the first tasks are spread over the
         // warps.
         for (int task = (cg % kStride) * kTeamSize + cg / kStride; task < 2 * nt;
-             task += Map::team_threads) {
+             task += kGroups) {
           norm_task(task, norms, kNormTok);
         }
       }
