@@ -422,7 +422,7 @@ struct RecurrenceMapping<Kokkos::Cuda, StateT> {
   /// 254 at 8 columns, no spills: 6 or 8 warps per SM instead of 12 or 16). All
   /// default to cols_per_lane, the measured best where it counts. Same H200
   /// calls, medians of 3 (5 for the forward), GPU time, D128, B = 128 / 256 /
-  /// 512, 8 columns against 4 (docs/perf/history.md, twenty-first session):
+  /// 512, 8 columns against 4 (docs/performance.md, twenty-first session):
   /// verify (both kernels at 8) bf16 T = 1 8.6 to 10.1 % faster (B = 256
   /// 106.7 -> 95.9 us), but T = 2 3.4 to 4.4 % slower, T = 4 9.3 to 12.2 %
   /// and T = 8 7.9 to 10.5 %; float T = 1 1.3 to 1.6 % faster, T = 2 2.4
