@@ -743,12 +743,15 @@ struct RecurrenceMapping<Kokkos::Cuda, StateT> {
   static constexpr bool kernel_cols_valid(int c) {
     return row_lanes(128) >= c && (c & (c - 1)) == 0 && (team_threads * cols_per_lane) % c == 0;
   }
-  static_assert(cols_valid(row_lanes(128)) && cols_valid(row_lanes(64)) &&
-                    kernel_cols_valid(lane_cols(128, true)) &&
-                    kernel_cols_valid(lane_cols(128, true, true)) &&
-                    kernel_cols_valid(lane_cols(128, false, true)),
+  static_assert(cols_valid(row_lanes(128)) && cols_valid(row_lanes(64)),
                 "GDN_CUDA_COLS_PER_LANE must be a power of two <= the row lanes "
                 "(reduce-scatter sums)");
+  static_assert(kernel_cols_valid(lane_cols(128, true)) &&
+                    kernel_cols_valid(lane_cols(128, true, true)) &&
+                    kernel_cols_valid(lane_cols(128, false, true)),
+                "GDN_CUDA_VERIFY_COLS_PER_LANE, GDN_CUDA_VERIFY_SHORT_COLS_PER_LANE and "
+                "GDN_CUDA_DECODE_COLS_PER_LANE must be powers of two <= GDN_CUDA_ROW_LANES that "
+                "divide the 64-column tile (GDN_CUDA_LANE_GROUPS x GDN_CUDA_COLS_PER_LANE)");
 };
 
 /// CUDA fold: 128 threads per team, 16-byte items (4 float or 8 bf16 columns),
