@@ -160,8 +160,8 @@ void launch_recurrence(const char* label, const ExecSpace& space, const HeadConf
     // check), so its items are at most that count: <= INT_MAX / 2.
     static_assert(Kernel::kTeamCols >= Kernel::Map::cols_per_lane * Kernel::Map::team_threads,
                   "a kernel's column tile must not be narrower than recurrence_league's");
-    const long long items = static_cast<long long>(slots.extent(0)) * cfg.num_value_heads *
-                            Kernel::tiles_per_head();
+    const long long items =
+        static_cast<long long>(slots.extent(0)) * cfg.num_value_heads * Kernel::tiles_per_head();
     k.m_items = static_cast<int>(items);
     long long league = launch_teams(space, items, Kernel::kPersistentTeams,
                                     team_shmem_bytes<Kernel>(Kernel::kTeamSize));

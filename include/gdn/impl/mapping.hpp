@@ -431,7 +431,8 @@ struct RecurrenceMapping<Kokkos::Cuda, StateT> {
   /// 11.8 %). The CUDA tests pass with each (84/84).
   static constexpr int lane_cols(int dk, bool verify, bool short_rows = false) {
     if (dk <= 64) return cols_per_lane;
-    if (verify) return short_rows ? GDN_CUDA_VERIFY_SHORT_COLS_PER_LANE : GDN_CUDA_VERIFY_COLS_PER_LANE;
+    if (verify)
+      return short_rows ? GDN_CUDA_VERIFY_SHORT_COLS_PER_LANE : GDN_CUDA_VERIFY_COLS_PER_LANE;
     return short_rows && has_short_kernel(dk, verify) ? GDN_CUDA_DECODE_COLS_PER_LANE
                                                       : cols_per_lane;
   }
@@ -594,8 +595,8 @@ struct RecurrenceMapping<Kokkos::Cuda, StateT> {
       return sizeof(StateT) == 2 ? GDN_CUDA_MIN_TEAMS_VERIFY_D64_BF16
                                  : GDN_CUDA_MIN_TEAMS_VERIFY_D64;
     if (wide_verify(dk, verify, short_rows)) {
-      constexpr int wide =
-          sizeof(StateT) == 2 ? GDN_CUDA_MIN_TEAMS_VERIFY_WIDE_BF16 : GDN_CUDA_MIN_TEAMS_VERIFY_WIDE;
+      constexpr int wide = sizeof(StateT) == 2 ? GDN_CUDA_MIN_TEAMS_VERIFY_WIDE_BF16
+                                               : GDN_CUDA_MIN_TEAMS_VERIFY_WIDE;
       if (wide > 0) return wide;
     }
     return !verify && short_rows ? decode_teams_per_sm(dk) : forward_teams_per_sm(dk);

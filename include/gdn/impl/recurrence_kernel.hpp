@@ -894,8 +894,7 @@ struct RecurrenceKernel {
       } else {
         // Task x*team_size + w goes to group x of vector w: the first tasks are spread over the
         // warps.
-        for (int task = (cg % kStride) * kTeamSize + cg / kStride; task < 2 * nt;
-             task += kGroups) {
+        for (int task = (cg % kStride) * kTeamSize + cg / kStride; task < 2 * nt; task += kGroups) {
           norm_task(task, norms, kNormTok);
         }
       }
