@@ -156,12 +156,8 @@ void launch_recurrence(const char* label, const ExecSpace& space, const HeadConf
     k.m_q_scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(Dk)));
     k.m_vec_inputs = in.qkv.stride(1) == 1 && in.qkv.stride(0) % 4 == 0 && aligned16(in.qkv.data());
     k.m_staged_norms = k.m_vec_inputs && in.qkv.extent(0) >= 2 * slots.extent(0);
-    // The kernel's tiles are no narrower than the ones recurrence_league counts (the call's
-    // check), so its items are at most that count: <= INT_MAX / 2.
-    static_assert(Kernel::kTeamCols >= Kernel::Map::cols_per_lane * Kernel::Map::team_threads,
-                  "a kernel's column tile must not be narrower than recurrence_league's");
     const long long items =
-        static_cast<long long>(slots.extent(0)) * cfg.num_value_heads * Kernel::tiles_per_head();
+        recurrence_league<ExecSpace, StateT>(cfg, slots.extent(0));  // <= INT_MAX / 2 (checked)
     k.m_items = static_cast<int>(items);
     long long league = launch_teams(space, items, Kernel::kPersistentTeams,
                                     team_shmem_bytes<Kernel>(Kernel::kTeamSize));

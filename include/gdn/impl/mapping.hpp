@@ -230,14 +230,6 @@ struct FoldMapping {
 #ifndef GDN_CUDA_DECODE_COLS_PER_LANE
 #define GDN_CUDA_DECODE_COLS_PER_LANE GDN_CUDA_COLS_PER_LANE
 #endif
-// Teams per SM of verify at Dk = 128 when its lanes hold more columns than
-// GDN_CUDA_COLS_PER_LANE (0: the count it has otherwise).
-#ifndef GDN_CUDA_MIN_TEAMS_VERIFY_WIDE
-#define GDN_CUDA_MIN_TEAMS_VERIFY_WIDE 0
-#endif
-#ifndef GDN_CUDA_MIN_TEAMS_VERIFY_WIDE_BF16
-#define GDN_CUDA_MIN_TEAMS_VERIFY_WIDE_BF16 0
-#endif
 #ifndef GDN_CUDA_MIN_TEAMS
 #define GDN_CUDA_MIN_TEAMS 3
 #endif
@@ -433,15 +425,12 @@ struct RecurrenceMapping<Kokkos::Cuda, StateT> {
     if (dk <= 64) return cols_per_lane;
     if (verify)
       return short_rows ? GDN_CUDA_VERIFY_SHORT_COLS_PER_LANE : GDN_CUDA_VERIFY_COLS_PER_LANE;
-    return short_rows && has_short_kernel(dk, verify) ? GDN_CUDA_DECODE_COLS_PER_LANE
-                                                      : cols_per_lane;
+    return short_rows ? GDN_CUDA_DECODE_COLS_PER_LANE : cols_per_lane;  // the decode kernel
   }
-  /// Lane groups per team: the same 64-column tile whatever lane_cols is.
+  /// Lane groups per team: the same 64-column tile whatever lane_cols is (so
+  /// every kernel has the items recurrence_league counts).
   static constexpr int lane_groups(int dk, bool verify, bool short_rows = false) {
     return team_threads * cols_per_lane / lane_cols(dk, verify, short_rows);
-  }
-  static constexpr bool wide_verify(int dk, bool verify, bool short_rows = false) {
-    return verify && lane_cols(dk, verify, short_rows) > cols_per_lane;
   }
   static constexpr int vector_length = GDN_CUDA_VECTOR;
   static constexpr int lane_stride(int dk) { return vector_length / row_lanes(dk); }
@@ -594,11 +583,6 @@ struct RecurrenceMapping<Kokkos::Cuda, StateT> {
     if (verify && dk <= 64)
       return sizeof(StateT) == 2 ? GDN_CUDA_MIN_TEAMS_VERIFY_D64_BF16
                                  : GDN_CUDA_MIN_TEAMS_VERIFY_D64;
-    if (wide_verify(dk, verify, short_rows)) {
-      constexpr int wide = sizeof(StateT) == 2 ? GDN_CUDA_MIN_TEAMS_VERIFY_WIDE_BF16
-                                               : GDN_CUDA_MIN_TEAMS_VERIFY_WIDE;
-      if (wide > 0) return wide;
-    }
     return !verify && short_rows ? decode_teams_per_sm(dk) : forward_teams_per_sm(dk);
   }
   /// Teams per SM of the forward (and of verify at Dk = 128).

@@ -147,6 +147,8 @@ struct RecurrenceKernel {
   static_assert(kThreads == kTeamSize * Map::vector_length, "team shape: vectors x vector length");
   static_assert(Dk % kLanes == 0, "row lanes must divide Dk");
   static_assert(Dk % kTeamCols == 0, "a team's column tile must divide Dv");
+  static_assert(kTeamCols == Map::cols_per_lane * Map::team_threads,
+                "every kernel's column tile is the one launch.hpp's recurrence_league counts");
   static_assert(kRows % kAcc == 0 && kRows % kNormAcc == 0,
                 "accumulators must divide rows per lane");
   static_assert(kLanes == 1 || kRows % 4 == 0,
