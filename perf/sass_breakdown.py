@@ -13,13 +13,26 @@ instruction that ran exactly k times per item (k >= 1) is in band "x k"
 "<1" (work that only some items do: record keys, the end of a run, ...).
 
   python3 perf/sass_breakdown.py ncu_source_sass.csv.gz [--items N] [--top K]
+                                 [--lines SASS_GI [--depth D]]
 
 --top K also lists the K instructions with the most stall samples.
+
+--lines SASS_GI (the disassembly with source lines that perf/sass_lines.py
+writes, of the same source): the profiled kernel is found in it (the
+function whose instructions match the CSV's), every instruction is checked
+to be the same one at the same offset (a mismatch beyond 2 % stops the
+report), and the counts are then also summed (3) by source: by the call in
+the kernel's body that the instruction comes from (D = 0, the default), or
+D calls deeper (the chain of inlined calls; `file:line > file:line`), and
+(4) the instructions whose innermost source is Kokkos or a CUDA header,
+by the gdn line that called into it (what the Kokkos abstraction costs
+inside the kernel; CUDA headers are the intrinsics: shuffles, cp.async).
 """
 import argparse
 import collections
 import csv
 import gzip
+import os
 import re
 
 FP32 = {"FFMA", "FMUL", "FADD", "FSEL", "FMNMX", "MUFU", "FSETP", "FCHK"}
@@ -57,6 +70,8 @@ def main():
     ap.add_argument("csv_gz")
     ap.add_argument("--items", type=int, default=65536, help="work items x warps per item")
     ap.add_argument("--top", type=int, default=0, help="list the K most stalled instructions")
+    ap.add_argument("--lines", help="nvdisasm -gi text of the same code (perf/sass_lines.py)")
+    ap.add_argument("--depth", type=int, default=0, help="--lines: calls below the kernel body")
     a = ap.parse_args()
     with gzip.open(a.csv_gz, "rt") as f:
         rows = list(csv.reader(f))
@@ -103,6 +118,116 @@ def main():
         print("most stalled instructions (%d samples in all):" % samples)
         for s, per, src in sorted(stalls, reverse=True)[: a.top]:
             print("  %5.1f %%  x%.3f  %s" % (100.0 * s / max(samples, 1), per, src))
+    if a.lines:
+        by_source(rows, a)
+
+
+# --lines: the source of every instruction.
+GDN_SOURCES = ("recurrence_kernel.hpp", "token_step.hpp", "mapping.hpp", "run_plan.hpp",
+               "fast_div.hpp", "fold_kernel.hpp", "bf16.hpp")
+KERNEL_BODY = "Kokkos_Cuda_KernelLaunch.hpp"  # the frame that calls the functor
+
+
+def normalized(text):
+    """An instruction's text without what differs between ncu and nvdisasm."""
+    text = re.sub(r"`\([^)]*\)|0x7[0-9a-f]{11}", "L", text)  # branch targets
+    text = re.sub(r"desc\[UR\d+\]", "", text)  # memory descriptors
+    text = text.replace(".reuse", "").replace(";", "")
+    return " ".join(sorted(re.sub(r"[\[\],]", " ", text).split()))  # operand order varies
+
+
+def disassembly(path):
+    """{function: [(offset, text, [file:line, ...] innermost first)]} of nvdisasm -gi."""
+    opener = gzip.open if path.endswith(".gz") else open
+    funcs = {}
+    cur = None
+    chain = []
+    fresh = True  # the next //## line starts a new chain
+    with opener(path, "rt") as f:
+        for line in f:
+            if line.startswith(".text."):
+                cur = funcs.setdefault(line[6:].strip().rstrip(":"), [])
+                continue
+            if cur is None:
+                continue
+            if line.lstrip().startswith("//## File"):
+                frames = ["%s:%s" % (p.split("/")[-1], n)
+                          for p, n in re.findall(r'"([^"]+)", line (\d+)', line)]
+                chain = frames if fresh else chain + frames[1:]
+                fresh = False
+                continue
+            m = re.match(r"\s*/\*([0-9a-f]{4,})\*/\s+(.*?)\s*;", line)
+            if m:
+                cur.append((int(m.group(1), 16), m.group(2), list(chain)))
+                fresh = True
+    return funcs
+
+
+def source_text(frame, cache={}):
+    """The text of source line `file:line` of the library (what --lines names), shortened."""
+    name, line = frame.rsplit(":", 1)
+    if name not in cache:
+        root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "include", "gdn")
+        for d in (os.path.join(root, "impl"), root):
+            if os.path.exists(os.path.join(d, name)):
+                cache[name] = open(os.path.join(d, name)).read().split("\n")
+                break
+        else:
+            cache[name] = []
+    lines = cache[name]
+    n = int(line)
+    return " ".join(lines[n - 1].split())[:70] if 0 < n <= len(lines) else ""
+
+
+def by_source(rows, a):
+    head = rows[1]
+    i_addr, i_src, i_n = (head.index(c) for c in ("Address", "Source", "Instructions Executed"))
+    prof = [r for r in rows[2:] if r[i_addr].startswith("0x")]
+    base = int(prof[0][i_addr], 16)
+    counted = {int(r[i_addr], 16) - base: (normalized(r[i_src]), int(r[i_n] or 0)) for r in prof}
+    best = None
+    for name, ins in disassembly(a.lines).items():
+        same = sum(1 for o, t, _ in ins if o in counted and counted[o][0] == normalized(t))
+        if best is None or same > best[0]:
+            best = (same, name, ins)
+    same, name, ins = best
+    print("source lines (%s): kernel %s..., %d of its %d instructions match the profile's %d" %
+          (a.lines, name[:90], same, len(ins), len(counted)))
+    if same < 0.98 * len(ins):
+        print("  too many differ: not the code that was profiled; no attribution")
+        return
+    by_line = collections.Counter()
+    kokkos = collections.Counter()
+    total = 0
+    for o, t, chain in ins:
+        if o not in counted or counted[o][0] != normalized(t):
+            continue
+        n = counted[o][1]
+        total += n
+        outer = list(reversed(chain))  # kernel body first
+        if KERNEL_BODY in (outer[0] if outer else ""):
+            outer = outer[1:]
+        gdn = [c for c in outer if c.split(":")[0] in GDN_SOURCES]
+        key = " > ".join(gdn[: a.depth + 1]) if gdn else "(outside gdn: %s)" % (chain[:1] or ["?"])[0]
+        by_line[key] += n
+        inner = chain[0].split(":")[0] if chain else ""
+        if inner.startswith("Kokkos") or inner.endswith(".h") or "intrinsics" in inner:
+            caller = next((c for c in chain if c.split(":")[0] in GDN_SOURCES), "?")
+            kind_of = "Kokkos" if inner.startswith("Kokkos") else "CUDA header"
+            kokkos["%s %s <- %s" % (kind_of, inner, caller)] += n
+    print("by source (per item, share; depth %d below the kernel body):" % a.depth)
+    for key, n in by_line.most_common():
+        if n / a.items >= 0.5:
+            last = key.split(" > ")[-1]
+            text = source_text(last) if ":" in last and not key.startswith("(") else ""
+            print("  %7.1f  %5.1f %%  %s  %s" % (n / a.items, 100.0 * n / total, key, text))
+    k_all = sum(v for k, v in kokkos.items() if k.startswith("Kokkos"))
+    h_all = sum(v for k, v in kokkos.items() if k.startswith("CUDA"))
+    print("innermost source in Kokkos: %.1f per item (%.1f %%); in CUDA headers: %.1f (%.1f %%)" %
+          (k_all / a.items, 100.0 * k_all / total, h_all / a.items, 100.0 * h_all / total))
+    for key, n in kokkos.most_common():
+        if n / a.items >= 0.5:
+            print("  %7.1f  %s" % (n / a.items, key))
 
 
 if __name__ == "__main__":

@@ -15,7 +15,11 @@
 #   --ncu RE       ncu (clocks untouched) on the first gdn kernel of the first
 #                  benchmark matching RE (GDN_NCU_KERNEL: kernel regex) ->
 #                  ncu_details.txt, ncu_source_sass.csv.gz; given again, the
-#                  second and later profiles go to ncu<N>_details.txt, ...
+#                  second and later profiles go to ncu<N>_details.txt, ...;
+#                  then the disassembly with source lines (perf/sass_lines.py
+#                  -> sass_lines.txt.gz) and each profile's instructions by
+#                  source line (perf/sass_breakdown.py --lines -> ncu_lines.txt;
+#                  GDN_NCU_ITEMS: work items x warps, default 65536)
 #   --variant N:F  rebuild library + bench with extra compile flags F (mapping
 #                  knobs of include/gdn/impl/mapping.hpp) and rerun the bench
 #                  filter (or GDN_VARIANT_BENCH) -> bench_N.{json,txt}
@@ -121,6 +125,16 @@ for ncu_re in "${ncu_res[@]}"; do
   ncu --import "$OUT/$p.ncu-rep" --page details > "$OUT/${p}_details.txt" 2>&1 || true
   ncu --import "$OUT/$p.ncu-rep" --page source --csv --print-source sass 2>&1 | gzip > "$OUT/${p}_source_sass.csv.gz" || true
   say "$p ($ncu_re): $(grep -cE 'Duration|Throughput' "$OUT/${p}_details.txt") lines of metrics"
+  # Each profiled instruction's source line (perf/sass_lines.py; the disassembly once).
+  if [ "$n" = 1 ]; then
+    python3 "$GDN_ROOT/perf/sass_lines.py" "$dir" "$OUT/sass_lines.txt.gz" > "$OUT/sass_lines.log" 2>&1 ||
+      say "perf/sass_lines.py failed (sass_lines.log)"
+  fi
+  if [ -f "$OUT/sass_lines.txt.gz" ]; then
+    python3 "$GDN_ROOT/perf/sass_breakdown.py" "$OUT/${p}_source_sass.csv.gz" --items "${GDN_NCU_ITEMS:-65536}" \
+      --lines "$OUT/sass_lines.txt.gz" --depth 1 > "$OUT/${p}_lines.txt" 2>&1 || true
+    say "$p: $(grep -E '^source lines' "$OUT/${p}_lines.txt" | sed 's/kernel .*\.\.\., //')"
+  fi
 done
 for v in "${variants[@]}"; do
   name=${v%%:*} flags=${v#*:}

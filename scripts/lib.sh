@@ -75,7 +75,9 @@ configure_and_build() {
      grep -qs 'Kokkos_DEVICES.*CUDA' "$kokkos"/lib*/cmake/Kokkos/KokkosConfigCommon.cmake; then
     extra+=("-DCMAKE_CXX_COMPILER=$kokkos/bin/nvcc_wrapper")
   fi
-  cmake -S "$GDN_ROOT" -B "$dir" -DCMAKE_BUILD_TYPE=Release "-DKokkos_ROOT=$kokkos" "${extra[@]}" "$@" >&2 ||
+  # compile_commands.json: perf/sass_lines.py recompiles the CUDA source with the build's command.
+  cmake -S "$GDN_ROOT" -B "$dir" -DCMAKE_BUILD_TYPE=Release -DCMAKE_EXPORT_COMPILE_COMMANDS=ON \
+    "-DKokkos_ROOT=$kokkos" "${extra[@]}" "$@" >&2 ||
     { log "cmake configure failed: build/$name"; return 1; }
   cmake --build "$dir" -j "$JOBS" >&2 || { log "build failed: build/$name"; return 1; }
   echo "$dir"
