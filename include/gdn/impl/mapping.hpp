@@ -230,6 +230,13 @@ struct FoldMapping {
 #ifndef GDN_CUDA_DECODE_COLS_PER_LANE
 #define GDN_CUDA_DECODE_COLS_PER_LANE GDN_CUDA_COLS_PER_LANE
 #endif
+// Teams per SM at Dk = 128 (min_teams_per_sm). Measured against these on
+// the H200 (same call, medians of 3, B = 128 to 512): a float state at 4
+// (128 registers, 16 bytes of spills) verify T = 1 / 2 5.5 to 8.8 % slower,
+// T = 4 / 8 0.8 to 2.0 % faster (the forward at B = 256: T = 1 / 2 8 to 9 %
+// slower, T = 8 4 % faster); a bf16 state at 5 (96 registers, 60 to 124
+// bytes of spills) verify 14 to 29 % slower, the forward at T >= 2 12 to
+// 23 % (docs/performance.md, twenty-second session).
 #ifndef GDN_CUDA_MIN_TEAMS
 #define GDN_CUDA_MIN_TEAMS 3
 #endif
