@@ -208,7 +208,8 @@ def by_source(rows, a):
         if KERNEL_BODY in (outer[0] if outer else ""):
             outer = outer[1:]
         gdn = [c for c in outer if c.split(":")[0] in GDN_SOURCES]
-        key = " > ".join(gdn[: a.depth + 1]) if gdn else "(outside gdn: %s)" % (chain[:1] or ["?"])[0]
+        outside = "(outside gdn: %s)" % (chain[0] if chain else "?")
+        key = " > ".join(gdn[: a.depth + 1]) if gdn else outside
         by_line[key] += n
         inner = chain[0].split(":")[0] if chain else ""
         if inner.startswith("Kokkos") or inner.endswith(".h") or "intrinsics" in inner:

@@ -127,12 +127,13 @@ for ncu_re in "${ncu_res[@]}"; do
   say "$p ($ncu_re): $(grep -cE 'Duration|Throughput' "$OUT/${p}_details.txt") lines of metrics"
   # Each profiled instruction's source line (perf/sass_lines.py; the disassembly once).
   if [ "$n" = 1 ]; then
-    python3 "$GDN_ROOT/perf/sass_lines.py" "$dir" "$OUT/sass_lines.txt.gz" > "$OUT/sass_lines.log" 2>&1 ||
-      say "perf/sass_lines.py failed (sass_lines.log)"
+    python3 "$GDN_ROOT/perf/sass_lines.py" "$dir" "$OUT/sass_lines.txt.gz" \
+      > "$OUT/sass_lines.log" 2>&1 || say "perf/sass_lines.py failed (sass_lines.log)"
   fi
   if [ -f "$OUT/sass_lines.txt.gz" ]; then
-    python3 "$GDN_ROOT/perf/sass_breakdown.py" "$OUT/${p}_source_sass.csv.gz" --items "${GDN_NCU_ITEMS:-65536}" \
-      --lines "$OUT/sass_lines.txt.gz" --depth 1 > "$OUT/${p}_lines.txt" 2>&1 || true
+    python3 "$GDN_ROOT/perf/sass_breakdown.py" "$OUT/${p}_source_sass.csv.gz" \
+      --items "${GDN_NCU_ITEMS:-65536}" --lines "$OUT/sass_lines.txt.gz" --depth 1 \
+      > "$OUT/${p}_lines.txt" 2>&1 || true
     say "$p: $(grep -E '^source lines' "$OUT/${p}_lines.txt" | sed 's/kernel .*\.\.\., //')"
   fi
 done
