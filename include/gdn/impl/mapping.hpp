@@ -162,8 +162,6 @@ struct RecurrenceMapping {
   /// last stage of the current one, spread over its sweeps (token_steps_fused).
   static constexpr bool prefetch_hint = GDN_HOST_PREFETCH != 0;
   /// GPU only (see the CUDA mapping).
-  static constexpr bool state_loads_l2_only = false;
-  /// GPU only (see the CUDA mapping).
   static constexpr int prefetch_l2_max_len(bool /*verify*/, bool /*short_rows*/ = false) {
     return 0;
   }
@@ -332,12 +330,6 @@ struct FoldMapping {
 #endif
 #ifndef GDN_CUDA_SHARED_STATE_COPY
 #define GDN_CUDA_SHARED_STATE_COPY 1
-#endif
-// Kernels without a state buffer read their fragment with ld.global.cg
-// (L2 only, so the streamed tile leaves L1 to the row offsets and slots;
-// state_loads_l2_only). Off by default.
-#ifndef GDN_CUDA_STATE_LOADS_CG
-#define GDN_CUDA_STATE_LOADS_CG 0
 #endif
 #ifndef GDN_CUDA_FOLD_ROWS
 #define GDN_CUDA_FOLD_ROWS 32
@@ -690,17 +682,16 @@ struct RecurrenceMapping<Kokkos::Cuda, StateT> {
   /// 187.6 us), the bf16 short-window kernel 2 to 9 % slower. Streaming
   /// loads (ld.global.cs) of the fragment (`b430714`, reverted): verify
   /// float 11.5 to 14.5 % slower, the short-window kernel 2.9 to 4.4 %.
+  /// L2-only loads (ld.global.cg, so that the tiles leave L1 to the row
+  /// offsets and slots; `80f86b9`, reverted; same call, medians of 3, GPU
+  /// time, B = 128 to 512): verify float -1.3 to +1.2 %, the short-window
+  /// kernel T = 1 5.9 to 6.6 % slower, T = 2 0.8 to 1.2 % slower.
   static constexpr bool prefetch_l2_next(bool verify, bool short_rows = false) {
     return GDN_CUDA_PERSISTENT && GDN_CUDA_PREFETCH_L2_NEXT != 0 &&
            !prefetch_state(verify, short_rows);
   }
   // persistent teams prefetch the state (prefetch_state, prefetch_l2_next)
   static constexpr bool prefetch_hint = false;
-  /// Without prefetch_state: a thread reads its fragment from global memory
-  /// with ld.global.cg (load_vec_cg: cached in L2 only), so that the tiles
-  /// streaming through do not evict the row offsets and slots of the next
-  /// items from L1 (GDN_CUDA_STATE_LOADS_CG, off by default).
-  static constexpr bool state_loads_l2_only = GDN_CUDA_STATE_LOADS_CG != 0;
   /// With prefetch_state: when a team starts the copy of its next item's
   /// state and that item has at most this many tokens (0: never), it also
   /// prefetches the state tile of the item after it into L2, so that the
@@ -1049,45 +1040,6 @@ KOKKOS_FORCEINLINE_FUNCTION void load_vec(const bf16* p, float (&d)[N]) {
 #else
   for (int n = 0; n < N; ++n) d[n] = to_float(p[n]);
 #endif
-}
-
-/// load_vec from global memory with ld.global.cg (CUDA: cached in L2, not
-/// in L1; 16-byte loads for float, 8-byte for bf16, as load_vec), the same
-/// values; load_vec elsewhere.
-template <int N>
-KOKKOS_FORCEINLINE_FUNCTION void load_vec_cg(const float* p, float (&d)[N]) {
-#if defined(__CUDA_ARCH__)
-  if constexpr (N % 4 == 0) {
-    GDN_UNROLL
-    for (int q = 0; q < N / 4; ++q) {
-      const float4 x = __ldcg(reinterpret_cast<const float4*>(p) + q);
-      d[4 * q] = x.x;
-      d[4 * q + 1] = x.y;
-      d[4 * q + 2] = x.z;
-      d[4 * q + 3] = x.w;
-    }
-    return;
-  }
-#endif
-  load_vec(p, d);
-}
-
-template <int N>
-KOKKOS_FORCEINLINE_FUNCTION void load_vec_cg(const bf16* p, float (&d)[N]) {
-#if defined(__CUDA_ARCH__)
-  if constexpr (N % 4 == 0 && N % 8 != 0) {
-    GDN_UNROLL
-    for (int q = 0; q < N / 4; ++q) {
-      const uint2 x = __ldcg(reinterpret_cast<const uint2*>(p) + q);
-      d[4 * q] = __uint_as_float(x.x << 16);
-      d[4 * q + 1] = __uint_as_float(x.x & 0xffff0000u);
-      d[4 * q + 2] = __uint_as_float(x.y << 16);
-      d[4 * q + 3] = __uint_as_float(x.y & 0xffff0000u);
-    }
-    return;
-  }
-#endif
-  load_vec(p, d);
 }
 
 template <int N>

@@ -664,9 +664,6 @@ struct RecurrenceKernel {
         if (cur.c0 == 0) {
           if constexpr (kPrefetchState) {
             load_state(sbuf, lane, cg, tid, s);  // this thread's own copies
-          } else if constexpr (Map::state_loads_l2_only) {
-            GDN_UNROLL
-            for (int r = 0; r < kRows; ++r) load_vec_cg(frag + frag_row(r), s[r]);
           } else {
             GDN_UNROLL
             for (int r = 0; r < kRows; ++r) load_vec(frag + frag_row(r), s[r]);
