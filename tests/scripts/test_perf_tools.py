@@ -1,5 +1,8 @@
 #!/usr/bin/env python3
-"""perf/targets.py and perf/render.py on a made-up benchmark JSON whose answers are known."""
+"""perf/targets.py, perf/render.py and perf/sass_breakdown.py on made-up inputs whose answers
+are known (a benchmark JSON; an ncu source CSV with its disassembly)."""
+import csv
+import gzip
 import json
 import os
 import subprocess
@@ -91,6 +94,81 @@ with tempfile.TemporaryDirectory() as tmp:
         failures.append("render.py: a gpu_us column or note without gpu_us in the JSON")
     if "copy_us" in text:
         failures.append("render.py: a copy_us column or note without copy_us in the JSON")
+
+# perf/sass_breakdown.py --lines: five instructions, 10 work items. The disassembly (nvdisasm -gi
+# form) puts each under its chain of inlined calls; ncu's CSV writes branch targets as addresses,
+# memory operands with a descriptor and other spacing. Per item: the launch's own LDC 1, line 10
+# 4, line 20 (inlined token_step.hpp:31) 3, line 30 (a View access and a branch) 2, of 10.
+LAUNCH = ("Kokkos_Cuda_KernelLaunch.hpp", 129)
+RK = "include/gdn/impl/recurrence_kernel.hpp"
+
+
+def frame(at, *chain):  # an nvdisasm -gi line: chain[0] inlined at chain[1] (or at `at`)
+    here, there = chain[0], (chain[1] if len(chain) > 1 else at)
+    return '\t//## File "/s/%s", line %d inlined at "/s/%s", line %d\n' % (here + there)
+
+
+def ins(offset, text):
+    return "        /*%04x*/                   %s ;\n" % (offset, text)
+
+
+SASS = (".text._Z6kernelv:\n" + '\t//## File "/s/%s", line %d\n' % LAUNCH +
+        ins(0x00, "LDC R1, c[0x0][0x28]") + frame(LAUNCH, (RK, 10)) +
+        ins(0x10, "FFMA R2, R3, R4, R2") +
+        frame(LAUNCH, ("include/gdn/impl/token_step.hpp", 31), (RK, 20)) +
+        frame(LAUNCH, (RK, 20)) + ins(0x20, "FMUL R5, R6, R7") +
+        frame(LAUNCH, ("Kokkos_View.hpp", 952), (RK, 30)) + frame(LAUNCH, (RK, 30)) +
+        ins(0x30, "LDG.E R8, [R10.64]") + "        /*0040*/              @!P0 BRA `(.L_x_1) ;\n")
+PROFILE = [("LDC R1, c[0x0][0x28]", 10), ("FFMA R2, R3, R4, R2", 40), ("FMUL R5, R6, R7", 30),
+           ("LDG.E R8, desc[UR4][R10.64]", 10), ("@!P0  BRA 0x7f0000000000", 10)]
+
+
+def breakdown(tmp, profile, depth):
+    sass = os.path.join(tmp, "sass.txt")
+    with open(sass, "w", encoding="utf-8") as f:
+        f.write(SASS)
+    path = os.path.join(tmp, "prof.csv.gz")
+    with gzip.open(path, "wt", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["Kernel Name", "kernel"])
+        w.writerow(["Address", "Source", "Warp Stall Sampling (All Samples)",
+                    "Instructions Executed"])
+        for i, (text, n) in enumerate(profile):
+            w.writerow(["0x%x" % (0x7F0000000000 + 16 * i), "      " + text, "0", str(n)])
+    return subprocess.run([sys.executable, os.path.join(ROOT, "perf", "sass_breakdown.py"), path,
+                           "--items", "10", "--lines", sass, "--depth", str(depth)],
+                          check=True, capture_output=True, text=True).stdout
+
+
+def per_item(out):  # {source key: instructions per item} of the "by source" list
+    got = {}
+    if "by source" not in out:  # the report refused the disassembly
+        return got
+    for line in out.split("by source")[1].split("innermost")[0].splitlines()[1:]:
+        cols = line.split()
+        if len(cols) >= 4 and cols[2] == "%":
+            got[cols[3]] = float(cols[0])
+    return got
+
+
+with tempfile.TemporaryDirectory() as tmp:
+    out = breakdown(tmp, PROFILE, 0)
+    if "5 of its 5 instructions match the profile's 5" not in out:
+        failures.append("sass_breakdown --lines: match line: " + out[-300:])
+    want = {"(outside": 1.0, "recurrence_kernel.hpp:10": 4.0, "recurrence_kernel.hpp:20": 3.0,
+            "recurrence_kernel.hpp:30": 2.0}
+    if per_item(out) != want:
+        failures.append(f"sass_breakdown --lines: by source {per_item(out)}, expected {want}")
+    # Kokkos's own: the View access (2) and the launch's LDC (1)
+    if "innermost source in Kokkos: 3.0 per item (30.0 %)" not in out:
+        failures.append("sass_breakdown --lines: Kokkos share: " + out[-300:])
+    deep = [l.split() for l in breakdown(tmp, PROFILE, 1).splitlines()]
+    if not any(c[:6] == ["3.0", "30.0", "%", "recurrence_kernel.hpp:20", ">", "token_step.hpp:31"]
+               for c in deep):
+        failures.append("sass_breakdown --lines --depth 1: no 3.0 for line 20 > token_step.hpp:31")
+    other = [("FADD R2, R3, R4, R2", n) if t.startswith("FFMA") else (t, n) for t, n in PROFILE]
+    if "too many differ" not in breakdown(tmp, other, 0):
+        failures.append("sass_breakdown --lines: other code (an FADD for the FFMA) not refused")
 
 for f in failures:
     print("FAIL:", f)
