@@ -5,9 +5,10 @@ Compiles src/eti_cuda.cpp once more with exactly the command of a CMake
 build directory (its compile_commands.json; scripts/lib.sh exports it) plus
 `-lineinfo`, keeps the cubin, and writes `nvdisasm -gi` of it (every
 instruction under its source line and the chain of inlined calls that led
-there) to OUT (gzip if OUT ends in .gz). `-lineinfo` adds a line table and
-changes no instruction: sass_breakdown.py --lines checks that, instruction
-by instruction, against the SASS that ncu profiled.
+there) to OUT (gzip if OUT ends in .gz). `-lineinfo` adds a line table; it
+changed no instruction of the kernels profiled so far, and
+sass_breakdown.py --lines checks that every time, instruction by
+instruction, against the SASS that ncu profiled.
 
   python3 perf/sass_lines.py BUILD_DIR OUT [--nvdisasm PATH] [--legacy-elf]
 
@@ -45,7 +46,7 @@ def compile_command(build_dir):
 def legacy_header(cubin, out):
     """Copy `cubin` to `out` with its ELF header in the pre-12.8 form."""
     b = bytearray(open(cubin, "rb").read())
-    if b[7] == 0x41:  # OS/ABI of the newer form: architecture in flags bits 8-15
+    if b[7] == 0x41:  # the newer form: the architecture in bits 8-15 (sm_90: flags 0x0a005a04)
         sm = (struct.unpack_from("<I", b, 0x30)[0] >> 8) & 0xFF
         b[7], b[8] = 0x33, 7
         # sm, virtual sm, 64-bit addresses (0x400), unified texture mode (0x100)
