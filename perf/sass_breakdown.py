@@ -187,10 +187,12 @@ def by_source(rows, a):
     counted = {int(r[i_addr], 16) - base: (normalized(r[i_src]), int(r[i_n] or 0)) for r in prof}
     best = None
     for name, ins in disassembly(a.lines).items():
-        same = sum(1 for o, t, _ in ins if o in counted and counted[o][0] == normalized(t))
-        if best is None or same > best[0]:
-            best = (same, name, ins)
-    same, name, ins = best
+        matched = [(o, chain) for o, t, chain in ins
+                   if o in counted and counted[o][0] == normalized(t)]
+        if best is None or len(matched) > len(best[0]):
+            best = (matched, name, ins)
+    matched, name, ins = best
+    same = len(matched)
     print("source lines (%s): kernel %s..., %d of its %d instructions match the profile's %d" %
           (a.lines, name[:90], same, len(ins), len(counted)))
     if same < 0.98 * len(ins):
@@ -199,9 +201,7 @@ def by_source(rows, a):
     by_line = collections.Counter()
     kokkos = collections.Counter()
     total = 0
-    for o, t, chain in ins:
-        if o not in counted or counted[o][0] != normalized(t):
-            continue
+    for o, chain in matched:
         n = counted[o][1]
         total += n
         outer = list(reversed(chain))  # kernel body first
