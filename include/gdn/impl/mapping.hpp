@@ -153,7 +153,10 @@ struct RecurrenceMapping {
     return false;
   }
   /// GPU only (see the CUDA mapping).
-  static constexpr bool shared_state_copy(int /*dk*/, bool /*verify*/) { return false; }
+  static constexpr bool shared_state_copy(int /*dk*/, bool /*verify*/,
+                                          bool /*short_rows*/ = false) {
+    return false;
+  }
   /// GPU only (see the CUDA mapping).
   static constexpr bool prefetch_l2_next(bool /*verify*/, bool /*short_rows*/ = false) {
     return false;
@@ -295,6 +298,12 @@ struct FoldMapping {
 #endif
 #ifndef GDN_CUDA_PREFETCH_L2_NEXT
 #define GDN_CUDA_PREFETCH_L2_NEXT 1
+#endif
+// Verify's bf16 short-window kernel copies its next state tile into scratch,
+// each thread its own fragment (prefetch_state; 1), instead of prefetching it
+// into L2 (0, default).
+#ifndef GDN_CUDA_PREFETCH_SHORT_BF16
+#define GDN_CUDA_PREFETCH_SHORT_BF16 0
 #endif
 #ifndef GDN_CUDA_SMEM_SUMS
 #define GDN_CUDA_SMEM_SUMS 1
@@ -642,7 +651,8 @@ struct RecurrenceMapping<Kokkos::Cuda, StateT> {
   /// kernels (short_window_max); the forward without it: slower.
   static constexpr bool prefetch_state(bool verify, bool short_rows = false) {
     return GDN_CUDA_PERSISTENT && GDN_CUDA_PREFETCH &&
-           (!verify || (sizeof(StateT) == 2 ? (!short_rows && GDN_CUDA_PREFETCH_VERIFY_BF16)
+           (!verify || (sizeof(StateT) == 2 ? (short_rows ? GDN_CUDA_PREFETCH_SHORT_BF16 != 0
+                                                          : GDN_CUDA_PREFETCH_VERIFY_BF16)
                                             : GDN_CUDA_PREFETCH_VERIFY));
   }
   /// Verify with a bf16 state and RING_LEN <= 2 (the ring's extent, known on
@@ -715,9 +725,9 @@ struct RecurrenceMapping<Kokkos::Cuda, StateT> {
   /// copy costs more than the requests save), so it keeps its own copies.
   /// It needs 8 row lanes or more (only then do a lane's rows share bits
   /// 2-4, so one swizzle serves them all, load_state): not at Dk = 64.
-  static constexpr bool shared_state_copy(int dk, bool verify) {
+  static constexpr bool shared_state_copy(int dk, bool verify, bool short_rows = false) {
     return GDN_CUDA_SHARED_STATE_COPY != 0 && (sizeof(StateT) == 2 || !verify) &&
-           row_lanes(dk) >= 8;
+           !(verify && short_rows) && row_lanes(dk) >= 8;
   }
   using schedule = Kokkos::Schedule<Kokkos::Static>;
   /// The shape constraints below, for one value of the row lanes.
