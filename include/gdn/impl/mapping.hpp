@@ -153,10 +153,7 @@ struct RecurrenceMapping {
     return false;
   }
   /// GPU only (see the CUDA mapping).
-  static constexpr bool shared_state_copy(int /*dk*/, bool /*verify*/,
-                                          bool /*short_rows*/ = false) {
-    return false;
-  }
+  static constexpr bool shared_state_copy(int /*dk*/, bool /*verify*/) { return false; }
   /// GPU only (see the CUDA mapping).
   static constexpr bool prefetch_l2_next(bool /*verify*/, bool /*short_rows*/ = false) {
     return false;
@@ -298,12 +295,6 @@ struct FoldMapping {
 #endif
 #ifndef GDN_CUDA_PREFETCH_L2_NEXT
 #define GDN_CUDA_PREFETCH_L2_NEXT 1
-#endif
-// Verify's bf16 short-window kernel copies its next state tile into scratch,
-// each thread its own fragment (prefetch_state; 1), instead of prefetching it
-// into L2 (0, default).
-#ifndef GDN_CUDA_PREFETCH_SHORT_BF16
-#define GDN_CUDA_PREFETCH_SHORT_BF16 0
 #endif
 #ifndef GDN_CUDA_SMEM_SUMS
 #define GDN_CUDA_SMEM_SUMS 1
@@ -649,10 +640,19 @@ struct RecurrenceMapping<Kokkos::Cuda, StateT> {
   /// 11 % faster, T <= 4 within 4 %). A bf16 verify without its buffer is
   /// faster for short windows and slower for long ones, so it has two
   /// kernels (short_window_max); the forward without it: slower.
+  /// Measured again on the H200 after the runs, sums and norms of later
+  /// sessions (twenty-third session, `1d3c43d`, medians of 3, GPU time,
+  /// against the default in the same call): the float verify with its own
+  /// scratch copy and 4-token chunks (GDN_CUDA_PREFETCH_VERIFY=1,
+  /// GDN_CUDA_CHUNK_TOKENS_VERIFY=4) was 1.6 to 2.5 % faster at D128 T = 4
+  /// (B = 256 199.6 -> 194.7 us), 0.3 to 2.2 % slower at T <= 2, 14 % slower
+  /// at T = 8 and 18 to 35 % slower at Dk = 64; the bf16 short-window kernel
+  /// with its own scratch copy (each thread its fragment, no L2 prefetch; a
+  /// knob of that commit, removed) 2.1 to 7.9 % slower at D128 T = 1 / 2
+  /// (B = 256 T = 2 125.6 -> 135.1 us) and 4.9 to 6.0 % at Dk = 64.
   static constexpr bool prefetch_state(bool verify, bool short_rows = false) {
     return GDN_CUDA_PERSISTENT && GDN_CUDA_PREFETCH &&
-           (!verify || (sizeof(StateT) == 2 ? (short_rows ? GDN_CUDA_PREFETCH_SHORT_BF16 != 0
-                                                          : GDN_CUDA_PREFETCH_VERIFY_BF16)
+           (!verify || (sizeof(StateT) == 2 ? (!short_rows && GDN_CUDA_PREFETCH_VERIFY_BF16)
                                             : GDN_CUDA_PREFETCH_VERIFY));
   }
   /// Verify with a bf16 state and RING_LEN <= 2 (the ring's extent, known on
@@ -725,9 +725,9 @@ struct RecurrenceMapping<Kokkos::Cuda, StateT> {
   /// copy costs more than the requests save), so it keeps its own copies.
   /// It needs 8 row lanes or more (only then do a lane's rows share bits
   /// 2-4, so one swizzle serves them all, load_state): not at Dk = 64.
-  static constexpr bool shared_state_copy(int dk, bool verify, bool short_rows = false) {
+  static constexpr bool shared_state_copy(int dk, bool verify) {
     return GDN_CUDA_SHARED_STATE_COPY != 0 && (sizeof(StateT) == 2 || !verify) &&
-           !(verify && short_rows) && row_lanes(dk) >= 8;
+           row_lanes(dk) >= 8;
   }
   using schedule = Kokkos::Schedule<Kokkos::Static>;
   /// The shape constraints below, for one value of the row lanes.

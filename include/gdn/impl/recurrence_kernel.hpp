@@ -192,8 +192,7 @@ struct RecurrenceKernel {
   /// The mapping's `shared_state_copy`: the team copies the state tile row
   /// by row into scratch (`issue_state`, tile_chunk_offset) and every thread
   /// reads its fragment from there (`load_state`).
-  static constexpr bool kSharedStateCopy =
-      kPrefetchState && Map::shared_state_copy(Dk, Verify, ShortRows);
+  static constexpr bool kSharedStateCopy = kPrefetchState && Map::shared_state_copy(Dk, Verify);
   static constexpr int kTileRowBytes = kTeamCols * static_cast<int>(sizeof(StateT));
   static constexpr int kTileRowChunks = kTileRowBytes / 16;  // 16-byte chunks of a tile row
   static_assert(!kSharedStateCopy ||
