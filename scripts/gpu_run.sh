@@ -23,6 +23,8 @@
 #   --variant N:F  rebuild library + bench with extra compile flags F (mapping
 #                  knobs of include/gdn/impl/mapping.hpp) and rerun the bench
 #                  filter (or GDN_VARIANT_BENCH) -> bench_N.{json,txt}
+#                  (GDN_VARIANT_TESTS=1: also build its CUDA tests and run
+#                  gdn_tests_cuda -> gtest_N.log)
 # A summary line per step is printed as it completes (and kept in summary.txt).
 # GDN_PACK=FILE (a path outside $OUT): when the script exits, for whatever
 # reason, everything under $OUT but ncu's report goes into the tarball FILE,
@@ -139,9 +141,14 @@ for ncu_re in "${ncu_res[@]}"; do
 done
 for v in "${variants[@]}"; do
   name=${v%%:*} flags=${v#*:}
-  vdir=$(configure_and_build "cuda-$name" "$kokkos" -DGDN_ENABLE_TESTS=OFF -DGDN_ENABLE_EXAMPLES=OFF \
+  vt=OFF; [ "${GDN_VARIANT_TESTS:-0}" = 1 ] && vt=ON
+  vdir=$(configure_and_build "cuda-$name" "$kokkos" -DGDN_ENABLE_TESTS=$vt -DGDN_ENABLE_EXAMPLES=OFF \
     -DGDN_ENABLE_BENCHMARKS=ON "-DCMAKE_CXX_FLAGS=$flags" 2>"$OUT/build_$name.log") || { say "variant $name: build failed"; continue; }
   say "variant $name ($flags)"
+  if [ "$vt" = ON ]; then  # the CUDA test suite built with the variant's flags
+    "$vdir/tests/gdn_tests_cuda" > "$OUT/gtest_$name.log" 2>&1 && r=pass || r=FAIL
+    say "variant $name: gdn_tests_cuda $r ($(grep -E '^\[  (PASSED|FAILED)  \]' "$OUT/gtest_$name.log" | tr '\n' ' '))"
+  fi
   bench=${GDN_VARIANT_BENCH:-$bench} run_bench "$vdir" "$name"
 done
 say "done"

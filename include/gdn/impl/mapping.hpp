@@ -155,6 +155,8 @@ struct RecurrenceMapping {
   /// GPU only (see the CUDA mapping).
   static constexpr bool shared_state_copy(int /*dk*/, bool /*verify*/) { return false; }
   /// GPU only (see the CUDA mapping).
+  static constexpr bool bulk_state(bool /*verify*/, bool /*short_rows*/ = false) { return false; }
+  /// GPU only (see the CUDA mapping).
   static constexpr bool prefetch_l2_next(bool /*verify*/, bool /*short_rows*/ = false) {
     return false;
   }
@@ -330,6 +332,18 @@ struct FoldMapping {
 #endif
 #ifndef GDN_CUDA_SHARED_STATE_COPY
 #define GDN_CUDA_SHARED_STATE_COPY 1
+#endif
+#ifndef GDN_CUDA_BULK_STATE_VERIFY
+#define GDN_CUDA_BULK_STATE_VERIFY 0
+#endif
+#ifndef GDN_CUDA_BULK_STATE_BF16
+#define GDN_CUDA_BULK_STATE_BF16 0
+#endif
+#ifndef GDN_CUDA_BULK_STATE_SHORT_BF16
+#define GDN_CUDA_BULK_STATE_SHORT_BF16 0
+#endif
+#ifndef GDN_CUDA_BULK_AFTER_BARRIER
+#define GDN_CUDA_BULK_AFTER_BARRIER 0
 #endif
 #ifndef GDN_CUDA_FOLD_ROWS
 #define GDN_CUDA_FOLD_ROWS 32
@@ -652,8 +666,36 @@ struct RecurrenceMapping<Kokkos::Cuda, StateT> {
   /// (B = 256 T = 2 125.6 -> 135.1 us) and 4.9 to 6.0 % at Dk = 64.
   static constexpr bool prefetch_state(bool verify, bool short_rows = false) {
     return GDN_CUDA_PERSISTENT && GDN_CUDA_PREFETCH &&
-           (!verify || (sizeof(StateT) == 2 ? (!short_rows && GDN_CUDA_PREFETCH_VERIFY_BF16)
-                                            : GDN_CUDA_PREFETCH_VERIFY));
+           (!verify || bulk_state(verify, short_rows) ||
+            (sizeof(StateT) == 2 ? (!short_rows && GDN_CUDA_PREFETCH_VERIFY_BF16)
+                                 : GDN_CUDA_PREFETCH_VERIFY));
+  }
+  /// Hopper (sm_90) bulk copies of the next item's state tile (with
+  /// prefetch_state): one `cp.async.bulk` per tile row (the whole row, so
+  /// that L2 serves whole lines once), issued by the team's first warp and
+  /// completed through an mbarrier in scratch, instead of the per-thread
+  /// 16-byte copies of the own-copy form, the team's row copies of
+  /// shared_state_copy, or the L2 prefetch of prefetch_l2_next. Each thread
+  /// then reads its fragment from the tile (bulk_row_offset: rows placed so
+  /// that the lanes of one shared-memory phase hit different banks) before
+  /// the stage's team barrier, after which the next tile may be copied over
+  /// it. Verify only: with a float state (GDN_CUDA_BULK_STATE_VERIFY; its
+  /// 32 KiB buffer fits the 48 KiB of team scratch only with 4-token chunks,
+  /// GDN_CUDA_CHUNK_TOKENS_VERIFY=4), a bf16 state's main kernel
+  /// (GDN_CUDA_BULK_STATE_BF16) and its short-window kernel
+  /// (GDN_CUDA_BULK_STATE_SHORT_BF16). Off by default (measurement knobs);
+  /// needs Kokkos_ARCH_HOPPER90.
+  static constexpr bool bulk_state(bool verify, bool short_rows = false) {
+#if defined(KOKKOS_ARCH_HOPPER90)
+    return GDN_CUDA_PERSISTENT && GDN_CUDA_PREFETCH && verify &&
+           (sizeof(StateT) == 2 ? (short_rows ? GDN_CUDA_BULK_STATE_SHORT_BF16 != 0
+                                              : GDN_CUDA_BULK_STATE_BF16 != 0)
+                                : GDN_CUDA_BULK_STATE_VERIFY != 0);
+#else
+    (void)verify;
+    (void)short_rows;
+    return false;
+#endif
   }
   /// Verify with a bf16 state and RING_LEN <= 2 (the ring's extent, known on
   /// the host) runs a second kernel, without the scratch copy of the next
@@ -1208,6 +1250,83 @@ KOKKOS_FORCEINLINE_FUNCTION void stage_async_bytes(T* scratch_dst, const T* src)
 KOKKOS_FORCEINLINE_FUNCTION void stage_wait() {
 #if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ >= 800)
   asm volatile("cp.async.wait_all;\n" ::: "memory");
+#endif
+}
+
+/// Hopper bulk copies (the mapping's `bulk_state`; sm_90, elsewhere never
+/// called): an mbarrier in team scratch (8-byte aligned) counts the bytes of
+/// `cp.async.bulk` copies from global memory into scratch. Each of the
+/// `arrivals` threads that copy announces the bytes of its own copies
+/// (bulk_expect) before it issues them; a phase completes when all of them
+/// have and every byte has landed. Every thread that reads the data waits
+/// for the phase (bulk_wait, parity 0, 1, 0, ... one per phase).
+KOKKOS_FORCEINLINE_FUNCTION void bulk_barrier_init(void* bar, unsigned arrivals) {
+#if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ >= 900)
+  const unsigned b = static_cast<unsigned>(__cvta_generic_to_shared(bar));
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(b), "r"(arrivals) : "memory");
+  asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+#else
+  (void)bar;
+  (void)arrivals;
+#endif
+}
+
+/// Arrive on the barrier, announcing `bytes` bytes of copies for this phase.
+KOKKOS_FORCEINLINE_FUNCTION void bulk_expect(void* bar, unsigned bytes) {
+#if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ >= 900)
+  const unsigned b = static_cast<unsigned>(__cvta_generic_to_shared(bar));
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(b), "r"(bytes)
+               : "memory");
+#else
+  (void)bar;
+  (void)bytes;
+#endif
+}
+
+/// Order this thread's view of scratch (the reads that other threads made
+/// before a barrier it passed) before its later bulk copies into scratch.
+KOKKOS_FORCEINLINE_FUNCTION void bulk_fence() {
+#if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ >= 900)
+  asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+#endif
+}
+
+/// Copy `bytes` (a multiple of 16; both addresses 16-byte aligned) from
+/// global memory into scratch; completes on `bar`.
+KOKKOS_FORCEINLINE_FUNCTION void bulk_copy(void* scratch_dst, const void* src, unsigned bytes,
+                                           void* bar) {
+#if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ >= 900)
+  const unsigned d = static_cast<unsigned>(__cvta_generic_to_shared(scratch_dst));
+  const unsigned b = static_cast<unsigned>(__cvta_generic_to_shared(bar));
+  asm volatile(
+      "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::
+          "r"(d),
+      "l"(__cvta_generic_to_global(src)), "r"(bytes), "r"(b)
+      : "memory");
+#else
+  (void)scratch_dst;
+  (void)src;
+  (void)bytes;
+  (void)bar;
+#endif
+}
+
+/// Wait until the barrier's phase of parity `parity` has completed.
+KOKKOS_FORCEINLINE_FUNCTION void bulk_wait(void* bar, unsigned parity) {
+#if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ >= 900)
+  const unsigned b = static_cast<unsigned>(__cvta_generic_to_shared(bar));
+  asm volatile(
+      "{\n"
+      ".reg .pred p;\n"
+      "GDN_BULK_WAIT:\n"
+      "mbarrier.try_wait.parity.shared::cta.b64 p, [%0], %1;\n"
+      "@!p bra GDN_BULK_WAIT;\n"
+      "}\n" ::"r"(b),
+      "r"(parity)
+      : "memory");
+#else
+  (void)bar;
+  (void)parity;
 #endif
 }
 
