@@ -156,6 +156,7 @@ struct RecurrenceMapping {
   static constexpr bool shared_state_copy(int /*dk*/, bool /*verify*/) { return false; }
   /// GPU only (see the CUDA mapping).
   static constexpr bool bulk_state(bool /*verify*/, bool /*short_rows*/ = false) { return false; }
+  static constexpr bool bulk_proxy_fence = false;  ///< GPU only
   /// GPU only (see the CUDA mapping).
   static constexpr bool prefetch_l2_next(bool /*verify*/, bool /*short_rows*/ = false) {
     return false;
@@ -342,8 +343,8 @@ struct FoldMapping {
 #ifndef GDN_CUDA_BULK_STATE_SHORT_BF16
 #define GDN_CUDA_BULK_STATE_SHORT_BF16 0
 #endif
-#ifndef GDN_CUDA_BULK_AFTER_BARRIER
-#define GDN_CUDA_BULK_AFTER_BARRIER 0
+#ifndef GDN_CUDA_BULK_FENCE
+#define GDN_CUDA_BULK_FENCE 0
 #endif
 #ifndef GDN_CUDA_FOLD_ROWS
 #define GDN_CUDA_FOLD_ROWS 32
@@ -685,6 +686,12 @@ struct RecurrenceMapping<Kokkos::Cuda, StateT> {
   /// (GDN_CUDA_BULK_STATE_BF16) and its short-window kernel
   /// (GDN_CUDA_BULK_STATE_SHORT_BF16). Off by default (measurement knobs);
   /// needs Kokkos_ARCH_HOPPER90.
+  /// With bulk_state: a `fence.proxy.async` by the copying warp before its
+  /// bulk copies (GDN_CUDA_BULK_FENCE=1), ordering the team's reads of the
+  /// previous tile (generic proxy, before the stage's barrier) before the
+  /// copies' writes (async proxy). Off: the barrier alone orders them, as in
+  /// the usual TMA pipelines (the consumers' release, then the copy).
+  static constexpr bool bulk_proxy_fence = GDN_CUDA_BULK_FENCE != 0;
   static constexpr bool bulk_state(bool verify, bool short_rows = false) {
 #if defined(KOKKOS_ARCH_HOPPER90)
     return GDN_CUDA_PERSISTENT && GDN_CUDA_PREFETCH && verify &&

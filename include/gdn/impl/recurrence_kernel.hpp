@@ -222,10 +222,8 @@ struct RecurrenceKernel {
       kPrefetchState && !kBulkState && Map::shared_state_copy(Dk, Verify);
   static constexpr int kTileRowChunks = kTileRowBytes / 16;  // 16-byte chunks of a tile row
   /// The state tile is read from scratch after the stage's team barrier (so
-  /// that a copy over it needs a second one): the shared copy, and with
-  /// GDN_CUDA_BULK_AFTER_BARRIER the bulk copies of a bf16 state.
-  static constexpr bool kTileAfterBarrier =
-      kSharedStateCopy || (kBulkState && sizeof(StateT) == 2 && GDN_CUDA_BULK_AFTER_BARRIER);
+  /// that a copy over it needs a second one): the shared copy.
+  static constexpr bool kTileAfterBarrier = kSharedStateCopy;
   static_assert(!kSharedStateCopy ||
                     (kTileRowChunks % 8 == 0 && (Dk * kTileRowChunks) % kThreads == 0),
                 "GDN_CUDA_SHARED_STATE_COPY moves whole 128-byte lines, the same count per "
@@ -482,7 +480,7 @@ struct RecurrenceKernel {
       if (tid < 32) {
         char* const buf = reinterpret_cast<char*>(sbuf);
         void* const bar = bulk_barrier(sbuf);
-        bulk_fence();  // after the barrier that ended the reads of the previous tile
+        if constexpr (Map::bulk_proxy_fence) bulk_fence();
         bulk_expect(bar, static_cast<unsigned>(Dk / 32 * kTileRowBytes));
         // Row tid + 32 i lies (32 / 4 / kBulkSplit) 4-row runs of its part past row tid.
         char* const dst = buf + bulk_row_offset(tid);
