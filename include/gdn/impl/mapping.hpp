@@ -157,6 +157,7 @@ struct RecurrenceMapping {
   /// GPU only (see the CUDA mapping).
   static constexpr bool bulk_state(bool /*verify*/, bool /*short_rows*/ = false) { return false; }
   static constexpr bool bulk_proxy_fence = false;  ///< GPU only
+  static constexpr int bulk_copiers = 1;           ///< GPU only
   /// GPU only (see the CUDA mapping).
   static constexpr bool prefetch_l2_next(bool /*verify*/, bool /*short_rows*/ = false) {
     return false;
@@ -342,6 +343,9 @@ struct FoldMapping {
 #endif
 #ifndef GDN_CUDA_BULK_STATE_SHORT_BF16
 #define GDN_CUDA_BULK_STATE_SHORT_BF16 0
+#endif
+#ifndef GDN_CUDA_BULK_COPIERS
+#define GDN_CUDA_BULK_COPIERS 32
 #endif
 #ifndef GDN_CUDA_BULK_FENCE
 #define GDN_CUDA_BULK_FENCE 0
@@ -692,6 +696,9 @@ struct RecurrenceMapping<Kokkos::Cuda, StateT> {
   /// copies' writes (async proxy). Off: the barrier alone orders them, as in
   /// the usual TMA pipelines (the consumers' release, then the copy).
   static constexpr bool bulk_proxy_fence = GDN_CUDA_BULK_FENCE != 0;
+  /// With bulk_state: the team's threads that issue the copies (the first
+  /// GDN_CUDA_BULK_COPIERS, default 32: one warp; at most the team).
+  static constexpr int bulk_copiers = GDN_CUDA_BULK_COPIERS;
   static constexpr bool bulk_state(bool verify, bool short_rows = false) {
 #if defined(KOKKOS_ARCH_HOPPER90)
     return GDN_CUDA_PERSISTENT && GDN_CUDA_PREFETCH && verify &&

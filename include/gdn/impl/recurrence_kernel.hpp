@@ -203,6 +203,11 @@ struct RecurrenceKernel {
       !kPrefetchState ? 0
       : kBulkState    ? (kBulkSplit * kBulkPartBytes + 16) / 4
                       : Dk * kTeamCols * static_cast<int>(sizeof(StateT)) / 4;
+  /// kBulkState: threads that issue the bulk copies (Map::bulk_copiers, at most the team).
+  static constexpr int kBulkCopiers =
+      Map::bulk_copiers < kThreads ? Map::bulk_copiers : kThreads;
+  static_assert(!kBulkState || (Dk % kBulkCopiers == 0 && (kBulkCopiers / 4) % kBulkSplit == 0),
+                "bulk copies: whole rows per copier, in steps of the split");
   /// kBulkState: the mbarrier of the bulk copies (after the tile's parts).
   KOKKOS_INLINE_FUNCTION static void* bulk_barrier(StateT* sbuf) {
     return reinterpret_cast<char*>(sbuf) + kBulkSplit * kBulkPartBytes;
@@ -473,23 +478,23 @@ struct RecurrenceKernel {
   KOKKOS_INLINE_FUNCTION void issue_state(const Item& it, StateT* sbuf, int lane, int cg,
                                           int tid) const {
     if constexpr (kBulkState) {
-      // The team's first warp: lane l announces the bytes of rows l, l + 32,
-      // ... and copies them (one bulk copy per row; the barrier counts the
-      // 32 lanes' arrivals, so no lane waits for another).
-      static_assert(Dk % 32 == 0 && 8 % kBulkSplit == 0, "bulk copies: rows in steps of 32");
-      if (tid < 32) {
+      // The team's first kBulkCopiers threads: thread c announces the bytes
+      // of rows c, c + kBulkCopiers, ... and copies them (one bulk copy per
+      // row; the barrier counts their arrivals, so none waits for another).
+      if (tid < kBulkCopiers) {
         char* const buf = reinterpret_cast<char*>(sbuf);
         void* const bar = bulk_barrier(sbuf);
         if constexpr (Map::bulk_proxy_fence) bulk_fence();
-        bulk_expect(bar, static_cast<unsigned>(Dk / 32 * kTileRowBytes));
-        // Row tid + 32 i lies (32 / 4 / kBulkSplit) 4-row runs of its part past row tid.
+        bulk_expect(bar, static_cast<unsigned>(Dk / kBulkCopiers * kTileRowBytes));
+        // Row tid + kBulkCopiers i lies i * kBulkCopiers / 4 / kBulkSplit
+        // 4-row runs of its part past row tid.
         char* const dst = buf + bulk_row_offset(tid);
         const char* const src = reinterpret_cast<const char*>(state_fragment(it, 0, 0)) +
                                 static_cast<std::size_t>(tid) * Dk * sizeof(StateT);
         GDN_UNROLL
-        for (int i = 0; i < Dk / 32; ++i) {
-          bulk_copy(dst + i * (8 / kBulkSplit) * 4 * kTileRowBytes,
-                    src + static_cast<std::size_t>(32 * i) * Dk * sizeof(StateT),
+        for (int i = 0; i < Dk / kBulkCopiers; ++i) {
+          bulk_copy(dst + i * (kBulkCopiers / 4 / kBulkSplit) * 4 * kTileRowBytes,
+                    src + static_cast<std::size_t>(kBulkCopiers * i) * Dk * sizeof(StateT),
                     static_cast<unsigned>(kTileRowBytes), bar);
         }
       }
@@ -713,7 +718,7 @@ struct RecurrenceKernel {
     unsigned bulk_parity = 0u;
     (void)bulk_parity;
     if constexpr (kBulkState) {
-      if (tid == 0) bulk_barrier_init(bulk_barrier(sbuf), 32);
+      if (tid == 0) bulk_barrier_init(bulk_barrier(sbuf), kBulkCopiers);
       team.team_barrier();
     }
     issue_stage(cur, it, ChunkBuf(chunks), sbuf, lane, cg, tid);
