@@ -155,10 +155,6 @@ struct RecurrenceMapping {
   /// GPU only (see the CUDA mapping).
   static constexpr bool shared_state_copy(int /*dk*/, bool /*verify*/) { return false; }
   /// GPU only (see the CUDA mapping).
-  static constexpr bool bulk_state(bool /*verify*/, bool /*short_rows*/ = false) { return false; }
-  static constexpr bool bulk_proxy_fence = false;  ///< GPU only
-  static constexpr int bulk_copiers = 1;           ///< GPU only
-  /// GPU only (see the CUDA mapping).
   static constexpr bool prefetch_l2_next(bool /*verify*/, bool /*short_rows*/ = false) {
     return false;
   }
@@ -334,21 +330,6 @@ struct FoldMapping {
 #endif
 #ifndef GDN_CUDA_SHARED_STATE_COPY
 #define GDN_CUDA_SHARED_STATE_COPY 1
-#endif
-#ifndef GDN_CUDA_BULK_STATE_VERIFY
-#define GDN_CUDA_BULK_STATE_VERIFY 0
-#endif
-#ifndef GDN_CUDA_BULK_STATE_BF16
-#define GDN_CUDA_BULK_STATE_BF16 0
-#endif
-#ifndef GDN_CUDA_BULK_STATE_SHORT_BF16
-#define GDN_CUDA_BULK_STATE_SHORT_BF16 0
-#endif
-#ifndef GDN_CUDA_BULK_COPIERS
-#define GDN_CUDA_BULK_COPIERS 32
-#endif
-#ifndef GDN_CUDA_BULK_FENCE
-#define GDN_CUDA_BULK_FENCE 0
 #endif
 #ifndef GDN_CUDA_FOLD_ROWS
 #define GDN_CUDA_FOLD_ROWS 32
@@ -669,47 +650,21 @@ struct RecurrenceMapping<Kokkos::Cuda, StateT> {
   /// with its own scratch copy (each thread its fragment, no L2 prefetch; a
   /// knob of that commit, removed) 2.1 to 7.9 % slower at D128 T = 1 / 2
   /// (B = 256 T = 2 125.6 -> 135.1 us) and 4.9 to 6.0 % at Dk = 64.
+  /// Hopper bulk copies of the next tile instead (twenty-fourth session,
+  /// `b4fab58` to `41e1833`, removed after; cp.async.bulk per tile row into
+  /// scratch, completed on an mbarrier, each thread reading its fragment
+  /// from there: the float verify with 4-token chunks, the bf16 main and
+  /// short-window kernels; gdn_tests_cuda 84/84 with each; same H200 calls,
+  /// medians of 3, GPU time, B = 256): with the row copies issued by one
+  /// warp, every case 17 to 78 % slower (float T = 4 197.8 -> 308.6 us,
+  /// bf16 T = 2 126.0 -> 211.4 us), with or without a proxy fence before
+  /// them; issued by all 128 threads (one row each), 1 % (float T = 1) to
+  /// 41 % slower (float T = 4 198.0 -> 221.3 us, bf16 T = 2 126.1 -> 148.4
+  /// us). docs/performance.md, twenty-fourth session.
   static constexpr bool prefetch_state(bool verify, bool short_rows = false) {
     return GDN_CUDA_PERSISTENT && GDN_CUDA_PREFETCH &&
-           (!verify || bulk_state(verify, short_rows) ||
-            (sizeof(StateT) == 2 ? (!short_rows && GDN_CUDA_PREFETCH_VERIFY_BF16)
-                                 : GDN_CUDA_PREFETCH_VERIFY));
-  }
-  /// Hopper (sm_90) bulk copies of the next item's state tile (with
-  /// prefetch_state): one `cp.async.bulk` per tile row (the whole row, so
-  /// that L2 serves whole lines once), issued by the team's first warp and
-  /// completed through an mbarrier in scratch, instead of the per-thread
-  /// 16-byte copies of the own-copy form, the team's row copies of
-  /// shared_state_copy, or the L2 prefetch of prefetch_l2_next. Each thread
-  /// then reads its fragment from the tile (bulk_row_offset: rows placed so
-  /// that the lanes of one shared-memory phase hit different banks) before
-  /// the stage's team barrier, after which the next tile may be copied over
-  /// it. Verify only: with a float state (GDN_CUDA_BULK_STATE_VERIFY; its
-  /// 32 KiB buffer fits the 48 KiB of team scratch only with 4-token chunks,
-  /// GDN_CUDA_CHUNK_TOKENS_VERIFY=4), a bf16 state's main kernel
-  /// (GDN_CUDA_BULK_STATE_BF16) and its short-window kernel
-  /// (GDN_CUDA_BULK_STATE_SHORT_BF16). Off by default (measurement knobs);
-  /// needs Kokkos_ARCH_HOPPER90.
-  /// With bulk_state: a `fence.proxy.async` by the copying warp before its
-  /// bulk copies (GDN_CUDA_BULK_FENCE=1), ordering the team's reads of the
-  /// previous tile (generic proxy, before the stage's barrier) before the
-  /// copies' writes (async proxy). Off: the barrier alone orders them, as in
-  /// the usual TMA pipelines (the consumers' release, then the copy).
-  static constexpr bool bulk_proxy_fence = GDN_CUDA_BULK_FENCE != 0;
-  /// With bulk_state: the team's threads that issue the copies (the first
-  /// GDN_CUDA_BULK_COPIERS, default 32: one warp; at most the team).
-  static constexpr int bulk_copiers = GDN_CUDA_BULK_COPIERS;
-  static constexpr bool bulk_state(bool verify, bool short_rows = false) {
-#if defined(KOKKOS_ARCH_HOPPER90)
-    return GDN_CUDA_PERSISTENT && GDN_CUDA_PREFETCH && verify &&
-           (sizeof(StateT) == 2 ? (short_rows ? GDN_CUDA_BULK_STATE_SHORT_BF16 != 0
-                                              : GDN_CUDA_BULK_STATE_BF16 != 0)
-                                : GDN_CUDA_BULK_STATE_VERIFY != 0);
-#else
-    (void)verify;
-    (void)short_rows;
-    return false;
-#endif
+           (!verify || (sizeof(StateT) == 2 ? (!short_rows && GDN_CUDA_PREFETCH_VERIFY_BF16)
+                                            : GDN_CUDA_PREFETCH_VERIFY));
   }
   /// Verify with a bf16 state and RING_LEN <= 2 (the ring's extent, known on
   /// the host) runs a second kernel, without the scratch copy of the next
@@ -1264,83 +1219,6 @@ KOKKOS_FORCEINLINE_FUNCTION void stage_async_bytes(T* scratch_dst, const T* src)
 KOKKOS_FORCEINLINE_FUNCTION void stage_wait() {
 #if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ >= 800)
   asm volatile("cp.async.wait_all;\n" ::: "memory");
-#endif
-}
-
-/// Hopper bulk copies (the mapping's `bulk_state`; sm_90, elsewhere never
-/// called): an mbarrier in team scratch (8-byte aligned) counts the bytes of
-/// `cp.async.bulk` copies from global memory into scratch. Each of the
-/// `arrivals` threads that copy announces the bytes of its own copies
-/// (bulk_expect) before it issues them; a phase completes when all of them
-/// have and every byte has landed. Every thread that reads the data waits
-/// for the phase (bulk_wait, parity 0, 1, 0, ... one per phase).
-KOKKOS_FORCEINLINE_FUNCTION void bulk_barrier_init(void* bar, unsigned arrivals) {
-#if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ >= 900)
-  const unsigned b = static_cast<unsigned>(__cvta_generic_to_shared(bar));
-  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(b), "r"(arrivals) : "memory");
-  asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
-#else
-  (void)bar;
-  (void)arrivals;
-#endif
-}
-
-/// Arrive on the barrier, announcing `bytes` bytes of copies for this phase.
-KOKKOS_FORCEINLINE_FUNCTION void bulk_expect(void* bar, unsigned bytes) {
-#if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ >= 900)
-  const unsigned b = static_cast<unsigned>(__cvta_generic_to_shared(bar));
-  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(b), "r"(bytes)
-               : "memory");
-#else
-  (void)bar;
-  (void)bytes;
-#endif
-}
-
-/// Order this thread's view of scratch (the reads that other threads made
-/// before a barrier it passed) before its later bulk copies into scratch.
-KOKKOS_FORCEINLINE_FUNCTION void bulk_fence() {
-#if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ >= 900)
-  asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
-#endif
-}
-
-/// Copy `bytes` (a multiple of 16; both addresses 16-byte aligned) from
-/// global memory into scratch; completes on `bar`.
-KOKKOS_FORCEINLINE_FUNCTION void bulk_copy(void* scratch_dst, const void* src, unsigned bytes,
-                                           void* bar) {
-#if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ >= 900)
-  const unsigned d = static_cast<unsigned>(__cvta_generic_to_shared(scratch_dst));
-  const unsigned b = static_cast<unsigned>(__cvta_generic_to_shared(bar));
-  asm volatile(
-      "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::
-          "r"(d),
-      "l"(__cvta_generic_to_global(src)), "r"(bytes), "r"(b)
-      : "memory");
-#else
-  (void)scratch_dst;
-  (void)src;
-  (void)bytes;
-  (void)bar;
-#endif
-}
-
-/// Wait until the barrier's phase of parity `parity` has completed.
-KOKKOS_FORCEINLINE_FUNCTION void bulk_wait(void* bar, unsigned parity) {
-#if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ >= 900)
-  const unsigned b = static_cast<unsigned>(__cvta_generic_to_shared(bar));
-  asm volatile(
-      "{\n"
-      ".reg .pred p;\n"
-      "GDN_BULK_WAIT:\n"
-      "mbarrier.try_wait.parity.shared::cta.b64 p, [%0], %1;\n"
-      "@!p bra GDN_BULK_WAIT;\n"
-      "}\n" ::"r"(b),
-      "r"(parity)
-      : "memory");
-#else
-  (void)bar;
-  (void)parity;
 #endif
 }
 

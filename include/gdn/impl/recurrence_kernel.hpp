@@ -139,8 +139,6 @@ struct RecurrenceKernel {
   /// ShortRows: the short-row kernel (verify with RING_LEN <= Map::short_window_max, a forward
   /// decode step; Map::has_short_kernel, launch.hpp).
   static constexpr bool kPrefetchState = Map::prefetch_state(Verify, ShortRows);
-  /// The next item's tile comes by Hopper bulk copies (Map::bulk_state; implies kPrefetchState).
-  static constexpr bool kBulkState = Map::bulk_state(Verify, ShortRows);
   static constexpr bool kPrefetchL2Next = Map::prefetch_l2_next(Verify, ShortRows);
   static constexpr int kPrefetchL2MaxLen = Map::prefetch_l2_max_len(Verify, ShortRows);
   static constexpr int kScalars = 4;  // decay, beta, qf, kinv
@@ -183,52 +181,20 @@ struct RecurrenceKernel {
   /// others wait for it at the stage's barrier: verify bf16 D128 T = 1 1.5 to 2.1 % slower.
   bool m_staged_norms = false;
 
+  /// Floats of the state prefetch buffer: one tile of the state, with kPrefetchState.
+  static constexpr int kStateBufFloats =
+      kPrefetchState ? Dk * kTeamCols * static_cast<int>(sizeof(StateT)) / 4 : 0;
   /// Bytes of one lane's row of its fragment (one asynchronous copy).
   static constexpr int kFragRowBytes = kCols * static_cast<int>(sizeof(StateT));
-  static constexpr int kTileRowBytes = kTeamCols * static_cast<int>(sizeof(StateT));
-  /// kBulkState: the tile's rows in scratch (bulk_row_offset). The lanes of
-  /// one shared-memory phase (128 bytes: kBulkSeg bytes of a row from each
-  /// of kBulkSplit row lanes) read rows 4 apart, so rows go to kBulkSplit
-  /// parts by bits 2.. of the row, part p starting p * kBulkSeg bytes past a
-  /// multiple of 128: the phase's rows fall on different banks.
-  static constexpr int kBulkSeg = kStride * kFragRowBytes;
-  static constexpr int kBulkSplit = kBulkSeg >= 128 ? 1 : 128 / kBulkSeg;
-  static constexpr int kBulkPartBytes = (Dk / kBulkSplit) * kTileRowBytes + kBulkSeg;
-  static_assert(!kBulkState || (kLanes % kBulkSplit == 0 && kTileRowBytes % 128 == 0 &&
-                                kBulkSeg % 16 == 0 && kRows % 4 == 0),
-                "bulk state copies: whole 128-byte tile rows, row lanes a multiple of the split");
-  /// Floats of the state prefetch buffer: one tile of the state, with
-  /// kPrefetchState (kBulkState: its parts, then 16 bytes for the mbarrier).
-  static constexpr int kStateBufFloats =
-      !kPrefetchState ? 0
-      : kBulkState    ? (kBulkSplit * kBulkPartBytes + 16) / 4
-                      : Dk * kTeamCols * static_cast<int>(sizeof(StateT)) / 4;
-  /// kBulkState: threads that issue the bulk copies (Map::bulk_copiers, at most the team).
-  static constexpr int kBulkCopiers =
-      Map::bulk_copiers < kThreads ? Map::bulk_copiers : kThreads;
-  static_assert(!kBulkState || (Dk % kBulkCopiers == 0 && (kBulkCopiers / 4) % kBulkSplit == 0),
-                "bulk copies: whole rows per copier, in steps of the split");
-  /// kBulkState: the mbarrier of the bulk copies (after the tile's parts).
-  KOKKOS_INLINE_FUNCTION static void* bulk_barrier(StateT* sbuf) {
-    return reinterpret_cast<char*>(sbuf) + kBulkSplit * kBulkPartBytes;
-  }
-  /// kBulkState: byte offset of tile row `row` in the state buffer.
-  KOKKOS_INLINE_FUNCTION static constexpr int bulk_row_offset(int row) {
-    return ((row >> 2) % kBulkSplit) * kBulkPartBytes +
-           (((row >> 2) / kBulkSplit) * 4 + (row & 3)) * kTileRowBytes;
-  }
   static_assert(!kPrefetchState || kFragRowBytes == 4 || kFragRowBytes == 8 || kFragRowBytes == 16,
                 "state prefetch copies 4, 8 or 16 bytes per fragment row");
 
   /// The mapping's `shared_state_copy`: the team copies the state tile row
   /// by row into scratch (`issue_state`, tile_chunk_offset) and every thread
   /// reads its fragment from there (`load_state`).
-  static constexpr bool kSharedStateCopy =
-      kPrefetchState && !kBulkState && Map::shared_state_copy(Dk, Verify);
+  static constexpr bool kSharedStateCopy = kPrefetchState && Map::shared_state_copy(Dk, Verify);
+  static constexpr int kTileRowBytes = kTeamCols * static_cast<int>(sizeof(StateT));
   static constexpr int kTileRowChunks = kTileRowBytes / 16;  // 16-byte chunks of a tile row
-  /// The state tile is read from scratch after the stage's team barrier (so
-  /// that a copy over it needs a second one): the shared copy.
-  static constexpr bool kTileAfterBarrier = kSharedStateCopy;
   static_assert(!kSharedStateCopy ||
                     (kTileRowChunks % 8 == 0 && (Dk * kTileRowChunks) % kThreads == 0),
                 "GDN_CUDA_SHARED_STATE_COPY moves whole 128-byte lines, the same count per "
@@ -477,30 +443,7 @@ struct RecurrenceKernel {
   /// Start this thread's copies of the state tile of `it` into the state buffer.
   KOKKOS_INLINE_FUNCTION void issue_state(const Item& it, StateT* sbuf, int lane, int cg,
                                           int tid) const {
-    if constexpr (kBulkState) {
-      // The team's first kBulkCopiers threads: thread c announces the bytes
-      // of rows c, c + kBulkCopiers, ... and copies them (one bulk copy per
-      // row; the barrier counts their arrivals, so none waits for another).
-      if (tid < kBulkCopiers) {
-        char* const buf = reinterpret_cast<char*>(sbuf);
-        void* const bar = bulk_barrier(sbuf);
-        if constexpr (Map::bulk_proxy_fence) bulk_fence();
-        bulk_expect(bar, static_cast<unsigned>(Dk / kBulkCopiers * kTileRowBytes));
-        // Row tid + kBulkCopiers i lies i * kBulkCopiers / 4 / kBulkSplit
-        // 4-row runs of its part past row tid.
-        char* const dst = buf + bulk_row_offset(tid);
-        const char* const src = reinterpret_cast<const char*>(state_fragment(it, 0, 0)) +
-                                static_cast<std::size_t>(tid) * Dk * sizeof(StateT);
-        GDN_UNROLL
-        for (int i = 0; i < Dk / kBulkCopiers; ++i) {
-          bulk_copy(dst + i * (kBulkCopiers / 4 / kBulkSplit) * 4 * kTileRowBytes,
-                    src + static_cast<std::size_t>(kBulkCopiers * i) * Dk * sizeof(StateT),
-                    static_cast<unsigned>(kTileRowBytes), bar);
-        }
-      }
-      (void)lane;
-      (void)cg;
-    } else if constexpr (kSharedStateCopy) {
+    if constexpr (kSharedStateCopy) {
       // Thread tid copies chunk tid % kTileRowChunks of kRounds rows: bits
       // 2-4 of those rows are bits 0-2 of tr = tid / kTileRowChunks (so the
       // swizzle, and the offsets of the rounds from each other, are the same
@@ -537,19 +480,7 @@ struct RecurrenceKernel {
   /// team barrier with the shared copy).
   KOKKOS_INLINE_FUNCTION void load_state(const StateT* sbuf, int lane, int cg, int tid,
                                          float (&s)[kRows][kCols]) const {
-    if constexpr (kBulkState) {
-      // Row lane_row(lane, r) = (r/4)*4*kLanes + 4*lane + r%4: part lane % kBulkSplit.
-      const char* const base = reinterpret_cast<const char*>(sbuf) +
-                               (lane % kBulkSplit) * kBulkPartBytes +
-                               (lane / kBulkSplit) * 4 * kTileRowBytes + cg * kFragRowBytes;
-      GDN_UNROLL
-      for (int r = 0; r < kRows; ++r) {
-        constexpr int kPartRows = kLanes / kBulkSplit;  // a part's 4-row runs per fragment run
-        const int off = ((r / 4) * kPartRows * 4 + r % 4) * kTileRowBytes;
-        load_vec(reinterpret_cast<const StateT*>(base + off), s[r]);
-      }
-      (void)tid;
-    } else if constexpr (kSharedStateCopy) {
+    if constexpr (kSharedStateCopy) {
       // With 8 or more row lanes, bits 2-4 of a lane's rows (lane_row) are
       // those of its first row: one swizzle for all of them.
       static_assert(kLanes % 8 == 0,
@@ -713,14 +644,6 @@ struct RecurrenceKernel {
     const int cg = team.team_rank() * kStride + vector_index() % kStride;
     const int tid = team.team_rank() * Map::vector_length + vector_index();
     Item it(*this, cur.item);  // built once per item: one read of row_offsets
-    // kBulkState: the mbarrier of the state copies, and the parity of the
-    // phase this thread waits for next (one phase per item).
-    unsigned bulk_parity = 0u;
-    (void)bulk_parity;
-    if constexpr (kBulkState) {
-      if (tid == 0) bulk_barrier_init(bulk_barrier(sbuf), kBulkCopiers);
-      team.team_barrier();
-    }
     issue_stage(cur, it, ChunkBuf(chunks), sbuf, lane, cg, tid);
     int nb = 0;  // the chunk buffer of the stage's v part
     int kb = 0;  // of its kq part (kKqRuns; otherwise nb)
@@ -737,14 +660,10 @@ struct RecurrenceKernel {
       if constexpr (kStagedNorms) {  // published by the barrier below
         if (m_staged_norms && !cur.reuse) staged_norms(cur, it, chunk_buf(chunks, kb, nb), tid);
       }
-      if constexpr (!kTileAfterBarrier) {
+      if constexpr (!kSharedStateCopy) {
         if (cur.c0 == 0) {
           if constexpr (kPrefetchState) {
-            if constexpr (kBulkState) {
-              bulk_wait(bulk_barrier(sbuf), bulk_parity);
-              bulk_parity ^= 1u;
-            }
-            load_state(sbuf, lane, cg, tid, s);  // this thread's own copies (or the bulk tile)
+            load_state(sbuf, lane, cg, tid, s);  // this thread's own copies
           } else {
             GDN_UNROLL
             for (int r = 0; r < kRows; ++r) load_vec(frag + frag_row(r), s[r]);
@@ -756,20 +675,14 @@ struct RecurrenceKernel {
       team.team_barrier();
       // A tile the whole team copied is read now; the next one goes over it
       // only once everyone has (a second barrier).
-      if constexpr (kTileAfterBarrier) {
-        if (cur.c0 == 0) {
-          if constexpr (kBulkState) {
-            bulk_wait(bulk_barrier(sbuf), bulk_parity);
-            bulk_parity ^= 1u;
-          }
-          load_state(sbuf, lane, cg, tid, s);
-        }
+      if constexpr (kSharedStateCopy) {
+        if (cur.c0 == 0) load_state(sbuf, lane, cg, tid, s);
       }
       if (nxt.item >= 0) {  // start the next stage's copies
         issue_inputs(nxt, nit, chunk_buf(chunks, nkb, nb ^ 1), tid);
         if constexpr (kPrefetchState) {
           if (nxt.c0 == 0) {
-            if (kTileAfterBarrier && cur.c0 == 0) team.team_barrier();
+            if (kSharedStateCopy && cur.c0 == 0) team.team_barrier();
             issue_state(nit, sbuf, lane, cg, tid);
           }
         }
