@@ -736,8 +736,11 @@ struct RecurrenceMapping<Kokkos::Cuda, StateT> {
   /// copy costs more than the requests save), so it keeps its own copies.
   /// It needs 8 row lanes or more (only then do a lane's rows share bits
   /// 2-4, so one swizzle serves them all, load_state): not at Dk = 64.
+  /// GDN_CUDA_SHARED_STATE_COPY=2: also verify with a float state (when it
+  /// has a scratch copy, GDN_CUDA_PREFETCH_VERIFY=1; a measurement knob).
   static constexpr bool shared_state_copy(int dk, bool verify) {
-    return GDN_CUDA_SHARED_STATE_COPY != 0 && (sizeof(StateT) == 2 || !verify) &&
+    return GDN_CUDA_SHARED_STATE_COPY != 0 &&
+           (sizeof(StateT) == 2 || !verify || GDN_CUDA_SHARED_STATE_COPY == 2) &&
            row_lanes(dk) >= 8;
   }
   using schedule = Kokkos::Schedule<Kokkos::Static>;
