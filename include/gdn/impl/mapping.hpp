@@ -734,13 +734,15 @@ struct RecurrenceMapping<Kokkos::Cuda, StateT> {
   /// 8 %, fwd float 5 % faster (T = 4) to 3 % slower (T = 8); verify with a
   /// float state 3 to 11 % slower (the barrier between the read and the next
   /// copy costs more than the requests save), so it keeps its own copies.
+  /// Measured again in the twenty-fourth session (`257a543`, a knob since
+  /// removed; with GDN_CUDA_PREFETCH_VERIFY=1 and 4-token chunks; same H200
+  /// call, medians of 3, GPU time, D128, B = 128 / 256 / 512): 1.7 to 3.0 %
+  /// slower at T = 1, 8.9 to 10.6 % at T = 2, 9.1 to 11.4 % at T = 4 (B =
+  /// 256 193.3 -> 213.4 us), 20.5 to 21.4 % at T = 8.
   /// It needs 8 row lanes or more (only then do a lane's rows share bits
   /// 2-4, so one swizzle serves them all, load_state): not at Dk = 64.
-  /// GDN_CUDA_SHARED_STATE_COPY=2: also verify with a float state (when it
-  /// has a scratch copy, GDN_CUDA_PREFETCH_VERIFY=1; a measurement knob).
   static constexpr bool shared_state_copy(int dk, bool verify) {
-    return GDN_CUDA_SHARED_STATE_COPY != 0 &&
-           (sizeof(StateT) == 2 || !verify || GDN_CUDA_SHARED_STATE_COPY == 2) &&
+    return GDN_CUDA_SHARED_STATE_COPY != 0 && (sizeof(StateT) == 2 || !verify) &&
            row_lanes(dk) >= 8;
   }
   using schedule = Kokkos::Schedule<Kokkos::Static>;
