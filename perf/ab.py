@@ -3,30 +3,23 @@
 
 usage: perf/ab.py A.json B.json [--field gpu_us] [--filter REGEX]
 
-Takes each case's median (the `_median` aggregate with GDN_BENCH_REPETITIONS > 1, else
-the one run) and prints A, B and B/A - 1 for the cases both files hold, in order of head
-dim, state, batch and window.
+Takes each case's median (or its one run: render.py's select_runs) and prints A, B and
+B/A - 1 for the cases both files hold, in render.py's case order.
 """
 import argparse
 import json
+import os
 import re
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from render import case_key, parse_name, select_runs  # noqa: E402  (the runs render.py reads)
 
 
-def medians(path, field):
-    runs, med = {}, {}
-    for b in json.load(open(path))["benchmarks"]:
-        name = b["run_name"].split("/iterations")[0]
-        if b.get("aggregate_name") == "median":
-            med[name] = b[field]
-        elif b.get("run_type") != "aggregate":
-            runs.setdefault(name, b[field])
-    runs.update(med)
-    return runs
-
-
-def order(name):
-    nums = [int(x) for x in re.findall(r"\d+", name)]
-    return (name.split("/")[0], nums, name)
+def load(path, field):
+    with open(path, encoding="utf-8") as f:
+        runs = select_runs(json.load(f).get("benchmarks", []))
+    return {name: float(b[field]) for name, b in runs.items() if field in b}
 
 
 def main():
@@ -36,13 +29,13 @@ def main():
     ap.add_argument("--field", default="gpu_us")
     ap.add_argument("--filter", default="")
     args = ap.parse_args()
-    a, b = medians(args.a, args.field), medians(args.b, args.field)
+    a, b = load(args.a, args.field), load(args.b, args.field)
     rx = re.compile(args.filter)
     print(f"| case | A {args.field} | B {args.field} | B / A - 1 |")
     print("|---|---:|---:|---:|")
-    for k in sorted(set(a) & set(b), key=order):
-        if rx.search(k):
-            print(f"| {k} | {a[k]:.1f} | {b[k]:.1f} | {100 * (b[k] / a[k] - 1):+.1f} % |")
+    cases = [k for k in set(a) & set(b) if rx.search(k)]
+    for k in sorted(cases, key=lambda n: (parse_name(n)[0], case_key(parse_name(n)[1]))):
+        print(f"| {k} | {a[k]:.1f} | {b[k]:.1f} | {100 * (b[k] / a[k] - 1):+.1f} % |")
 
 
 if __name__ == "__main__":
