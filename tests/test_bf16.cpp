@@ -1,6 +1,8 @@
 // gdn::bf16: exact widening, round-to-nearest-even narrowing, same bits on host and device.
 #include "test_support.hpp"
 
+#include <gdn/impl/backend.hpp>
+
 #include <cmath>
 #include <limits>
 
@@ -91,10 +93,10 @@ void narrow_on_device_vec(const Kokkos::View<std::uint32_t*, Mem>& in,
       KOKKOS_LAMBDA(const int i) {
         float f[8];
         for (int e = 0; e < 8; ++e) f[e] = gdn::Impl::bits_to_float(in(8 * i + e));
-        gdn::Impl::store_vec<8>(out.data() + 8 * i, f);
+        gdn::Impl::store_frag<8>(out.data() + 8 * i, f);
         float g[4];
         for (int e = 0; e < 4; ++e) g[e] = f[e];
-        gdn::Impl::store_vec<4>(out.data() + 8 * i, g);  // the 4-wide path (same values, same bits)
+        gdn::Impl::store_frag<4>(out.data() + 8 * i, g);  // the 4-wide path (same values, same bits)
       });
 }
 
@@ -129,8 +131,7 @@ TEST(Bf16, DeviceConversionMatchesHost) {
 // The same for the vector stores the kernels write a bf16 state with: random
 // bit patterns (NaNs with payloads, subnormals, infinities among them) plus
 // ties, the largest finite values and values that round to infinity. Every
-// non-NaN value gives the host's bits; a NaN stays a NaN (CUDA stores the
-// canonical NaN, mapping.hpp bf16x2_bits).
+// non-NaN value gives the host's bits; a NaN stays a NaN.
 TEST(Bf16, VectorStoreMatchesHost) {
   Kokkos::View<std::uint32_t*, Mem> d_in;
   const auto in =

@@ -1,8 +1,5 @@
-// The bit-exact promises of SPEC.md section 4, over the supported shapes.
+// The bit-exact promises of docs/design.md over the supported shapes.
 #include "cycle.hpp"
-
-#include <gdn/impl/mapping.hpp>
-#include <gdn/impl/tuning.hpp>
 
 namespace gdn_test {
 namespace {
@@ -44,135 +41,46 @@ TEST(Exactness, Bf16StateBf16RingIsCloseNotExact) {
 
 TEST(Exactness, RingLen16) { cycle_over_shapes<float, float>({16, 9, 17, 2, 16, 0, 1}, 16); }
 TEST(Exactness, RingLen1) { cycle_over_shapes<gdn::bf16, float>({1, 0, 2, 1}, 1); }
-// RING_LEN <= 2 with a bf16 state runs verify's short-window kernel on CUDA
-// (mapping.hpp, short_window_max); rows of 3 tokens commit through it.
 TEST(Exactness, RingLen2Bf16State) {
   cycle_over_shapes<gdn::bf16, float>({2, 1, 0, 3, 2}, 2);
   cycle_over_shapes<gdn::bf16, gdn::bf16>({2, 1, 0, 3, 2}, 2);
 }
 
-// Windows longer than one staging chunk (16 tokens on the host, 8 on CUDA).
+// Verify rows longer than one chunk (gdn::chunk_tokens): the row's working
+// state advances over its earlier chunks inside the kernel, and the fold of
+// the records must still equal the forward.
 TEST(Exactness, WindowsSpanningSeveralChunks) {
+  static_assert(gdn::chunk_tokens < 33, "the rows below span several chunks");
   CycleSpec cs;
   cs.cfg = heads(2, 4, 128);
-  cs.lens = {40, 33, 64, 70};
+  cs.lens = {40, 33, 64, 70, 16, 17, 32};
   cs.ring_len = 64;
   run_cycle<float, float>(cs);
   cs.cfg = heads(1, 2, 64);
-  cs.pad = 2;  // record_stride 196: the fold's 16-byte record copies (3 above: one copy per value)
+  cs.pad = 2;
   run_cycle<gdn::bf16, float>(cs);
 }
 
-// More work items (B * nv * column tiles) than a CUDA launch has resident
-// teams (132 SMs x 3 or 4 on an H200): persistent teams loop over many items and
-// prefetch the next item's state while computing (into scratch, or for verify
-// with a float state into L2; and, after a short next item, the state of the
-// one after it into L2), across empty rows, rows that commit and rows that
-// record.
-TEST(Exactness, ManyWorkItemsPerTeam) {
+// Qwen3-Next's layer (nk = 16, nv = 32, D = 128) over many rows: empty rows,
+// rows that record, rows that commit; then one token per row (a decode step).
+TEST(Exactness, QwenLayerManyRows) {
   CycleSpec cs;
-  cs.cfg = heads(16, 32, 128);  // Qwen3-Next's GDN layer: 2 column tiles per head on CUDA
+  cs.cfg = heads(16, 32, 128);
   for (int b = 0; b < 72; ++b) cs.lens.push_back(b % 7 == 3 ? 0 : (b % 5 == 2 ? 6 : 1 + b % 4));
   cs.ring_len = 4;
   run_cycle<float, float>(cs);
   cs.lens.resize(40);
   cs.seed = 7;
+  cs.pad = 2;
   run_cycle<gdn::bf16, float>(cs);
-  cs.pad = 2;  // record_stride 388: the fold stages records with 16-byte copies (389: one copy per
-               // value)
-  cs.seed = 8;
-  run_cycle<gdn::bf16, float>(cs);
-  // RING_LEN 2: the short-window verify kernel of a bf16 state, rows of 0 to 3 tokens.
-  cs.lens.clear();
-  for (int b = 0; b < 72; ++b) cs.lens.push_back(b % 9 == 4 ? 3 : b % 3);
-  cs.ring_len = 2;
-  cs.pad = 0;
-  cs.seed = 9;
-  run_cycle<gdn::bf16, float>(cs);
-  // At most one token per row: the forward's decode kernel with a bf16 state on CUDA
-  // (mapping.hpp, has_short_kernel), against verify's short-window kernel.
   cs.lens.clear();
   for (int b = 0; b < 72; ++b) cs.lens.push_back(b % 7 == 3 ? 0 : 1);
   cs.seed = 10;
   run_cycle<gdn::bf16, float>(cs);
-  // The same rows at Dk = 64 with a float state: the forward's decode kernel of that state
-  // on CUDA (4 teams per SM; 2304 one-head work items over 528 teams on an H200).
   cs.cfg = heads(16, 32, 64);
   cs.seed = 11;
   run_cycle<float, float>(cs);
 }
-
-// Runs of work items that share their staged k and q (CUDA verify,
-// RecurrenceKernel::kKqRuns): a team takes 2 or 4 consecutive items (the
-// column tiles and value heads of one key head of a row), and a run's later
-// items of one stage read the k, q and norms the first one staged. A call
-// chooses runs only when they spread evenly over the resident teams, which
-// small batches never do, so the test forces them (gdn/impl/tuning.hpp), and
-// with them a small number of persistent teams.
-// Rows of one stage (which reuse), of several stages (which stage their
-// own), empty rows, rows that commit and rows that record; RING_LEN 8 and 2
-// (the short-window kernel with a bf16 state); head groups of 1 (at
-// Dk = 64 no run fits in a key head), 2 and 4. The forward takes no runs,
-// so it is the independent side of every comparison. Where a kernel has no
-// runs (the host, verify at Dk = 64 with a float state) the test runs the
-// ordinary path.
-// The cycles of the KqRuns*Forced* tests: runs of `run` (2 or 4) items
-// forced, and `teams` persistent teams (0: as many as are resident; skipped
-// where teams are not persistent).
-void kq_runs_forced_cycles(int run, int teams) {
-  if (teams > 0 &&
-      gdn::Impl::RecurrenceMapping<ExecSpace, float>::persistent_teams_per_sm(128, true) == 0) {
-    GTEST_SKIP() << "one team per item on this backend: no persistent teams to force";
-  }
-  struct Reset {
-    ~Reset() {
-      gdn::Impl::force_kq_run(0);
-      gdn::Impl::force_persistent_teams(0);
-    }
-  } reset;
-  SCOPED_TRACE("forced run " + std::to_string(run) + ", teams " + std::to_string(teams));
-  gdn::Impl::force_kq_run(run);
-  gdn::Impl::force_persistent_teams(teams);
-  cycle_over_shapes<float, float>(kLens, 8);
-  cycle_over_shapes<gdn::bf16, float>(kLens, 8);
-  cycle_over_shapes<gdn::bf16, float>({2, 1, 0, 3, 2}, 2);
-  CycleSpec cs;
-  cs.cfg = heads(16, 32, 128);
-  for (int b = 0; b < 24; ++b) cs.lens.push_back(b % 7 == 3 ? 0 : (b % 5 == 2 ? 9 : 1 + b % 4));
-  cs.ring_len = 4;
-  cs.seed = 20 + run;
-  run_cycle<float, float>(cs);
-  run_cycle<gdn::bf16, float>(cs);
-  // Inputs that are not dense rows of 16-byte words: verify stages k and q one value at a
-  // time and the norms are computed where the k and q are read (no staged norms), so a
-  // run's later items take both from the first item's stage along that path. Head
-  // groups of 2 (Qwen3-Next) and 4; RING_LEN 4 and 2 (the short-window kernel).
-  for (Layout l : {Layout::Padded, Layout::Transposed, Layout::Strided}) {
-    SCOPED_TRACE(layout_name(l));
-    CycleSpec st = cs;
-    st.layout = l;
-    st.seed = 30 + run;
-    run_cycle<float, float>(st);
-    run_cycle<gdn::bf16, float>(st);
-    st.cfg = heads(2, 8, 128);
-    st.lens = {1, 2, 0, 2, 3, 1, 2};
-    st.ring_len = 2;
-    run_cycle<gdn::bf16, float>(st);
-    run_cycle<float, float>(st);
-  }
-}
-
-// As many persistent teams as are resident: on a large GPU each team then
-// takes about one run of these batches. One test per run length, so that a
-// sanitizer can run them side by side.
-TEST(Exactness, KqRunsOf2Forced) { kq_runs_forced_cycles(2, 0); }
-TEST(Exactness, KqRunsOf4Forced) { kq_runs_forced_cycles(4, 0); }
-
-// 61 persistent teams: the 24 rows of 64 items run 6 or 12 whole rounds of
-// runs (the runs of empty rows skipped), then 72 single items (run_plan.hpp),
-// each team taking several of both.
-TEST(Exactness, KqRunsOf2ForcedFewTeams) { kq_runs_forced_cycles(2, 61); }
-TEST(Exactness, KqRunsOf4ForcedFewTeams) { kq_runs_forced_cycles(4, 61); }
 
 TEST(Exactness, RecordPaddingZeroAndLarge) {
   CycleSpec cs;

@@ -10,6 +10,13 @@
 
 namespace gdn {
 
+/// \brief Tokens per chunk of the recurrence (docs/design.md, "The
+/// recurrence, computed in chunks"). Every call splits each sequence into
+/// chunks of this many tokens counted from the sequence's first token in the
+/// call (the last chunk may be shorter); results are bit-identical only
+/// between calls that chunk the same tokens the same way.
+inline constexpr int chunk_tokens = 16;
+
 /// \brief Head geometry of one Gated DeltaNet layer (symbols of SPEC.md section 1).
 ///
 /// Supported today: `value_head_dim == key_head_dim`, both 64 or 128, and

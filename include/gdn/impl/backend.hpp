@@ -1,0 +1,218 @@
+#ifndef GDN_IMPL_BACKEND_HPP
+#define GDN_IMPL_BACKEND_HPP
+
+/// \file backend.hpp
+/// \brief The backend seam: the team shape of each execution space and the
+/// few device primitives whose best form differs between CPUs and GPUs.
+///
+/// Every function here has exactly one backend switch (`__CUDA_ARCH__`), so a
+/// new backend touches this file and nothing else. Nothing here changes the
+/// arithmetic's order: the primitives move data, and `lane_reduce_scatter`
+/// adds in an order fixed by the team shape (which is fixed per backend).
+
+#include <gdn/bf16.hpp>
+
+#include <Kokkos_Core.hpp>
+
+#include <cstdint>
+
+#if defined(__CUDA_ARCH__)
+#define GDN_UNROLL _Pragma("unroll")
+#else
+#define GDN_UNROLL
+#endif
+// GDN_SIMD: on the host, vectorise this element-wise column loop (it
+// reorders no arithmetic: every column is computed on its own).
+#if defined(__CUDACC__) || !defined(_OPENMP)
+#define GDN_SIMD
+#else
+#define GDN_SIMD _Pragma("omp simd")
+#endif
+
+namespace gdn {
+namespace Impl {
+
+/// \brief How a team of the chunk kernels splits a tile of the state.
+///
+/// A team owns a tile of `tile_cols` state columns (all `Dk` rows). Its
+/// threads form `col_groups` lane groups of `lanes` lanes; lane `l` of group
+/// `cg` holds rows `lane_row<lanes>(l, i)` (i < Dk / lanes) of columns
+/// `[cg * cols, (cg + 1) * cols)` in registers. The host default: one thread
+/// holds the whole tile and the compiler vectorises over its columns.
+template <class ExecSpace>
+struct TeamShape {
+  static constexpr int lanes = 1;       ///< threads that split one column's rows
+  static constexpr int col_groups = 1;  ///< lane groups per team
+  static constexpr int cols = 64;       ///< columns per thread
+  static constexpr int min_teams = 1;   ///< launch bound: resident teams per SM (GPU)
+};
+
+#if defined(KOKKOS_ENABLE_CUDA)
+/// CUDA: 128 threads; 8 lanes per column group (consecutive warp lanes),
+/// 16 groups of 4 columns each: 16 x 4 floats per thread at Dk = 128.
+template <>
+struct TeamShape<Kokkos::Cuda> {
+  static constexpr int lanes = 8;
+  static constexpr int col_groups = 16;
+  static constexpr int cols = 4;
+  static constexpr int min_teams = 4;
+};
+#endif
+
+/// Columns of one team's tile; the same on every backend (64), so work items
+/// are counted the same way everywhere.
+constexpr int kTileCols = 64;
+
+template <class ExecSpace>
+struct TeamTraits : TeamShape<ExecSpace> {
+  using Shape = TeamShape<ExecSpace>;
+  static constexpr int threads = Shape::lanes * Shape::col_groups;
+  static_assert(Shape::cols * Shape::col_groups == kTileCols,
+                "a team's column groups cover one 64-column tile");
+  static_assert(Shape::lanes == 1 || Shape::lanes == 2 * Shape::cols,
+                "lane_reduce_scatter leaves one of the 2 x cols sums in each lane");
+};
+
+/// State row of lane `l`'s fragment row `i`: rows go to lanes in runs of
+/// four, so a lane reads four of its rows of a staged vector at once and the
+/// lanes of a group read consecutive 16-byte words.
+template <int Lanes>
+KOKKOS_FORCEINLINE_FUNCTION constexpr int lane_row(int l, int i) {
+  return Lanes == 1 ? i : (i / 4) * (4 * Lanes) + 4 * l + i % 4;
+}
+
+/// `p` advanced to the next 16-byte boundary (by 0 to 3 floats): team scratch
+/// holds 16-byte vectors. Pointer arithmetic keeps the address space known
+/// to the compiler (CUDA: shared-memory loads).
+KOKKOS_FORCEINLINE_FUNCTION float* align16(float* p) {
+  const auto misalign = reinterpret_cast<std::uintptr_t>(p) & 15u;
+  return p + static_cast<int>(((16u - misalign) & 15u) / 4u);
+}
+
+/// Four consecutive floats of team scratch (`p` 16-byte aligned on CUDA).
+KOKKOS_FORCEINLINE_FUNCTION void load4(const float* p, float (&d)[4]) {
+#if defined(__CUDA_ARCH__)
+  const float4 x = *reinterpret_cast<const float4*>(p);
+  d[0] = x.x;
+  d[1] = x.y;
+  d[2] = x.z;
+  d[3] = x.w;
+#else
+  for (int e = 0; e < 4; ++e) d[e] = p[e];
+#endif
+}
+
+/// `N` consecutive state values (float or bf16) as floats; on CUDA one
+/// 16-byte (float, N = 4) or 8-byte (bf16, N = 4) load, `p` aligned to it.
+template <int N>
+KOKKOS_FORCEINLINE_FUNCTION void load_frag(const float* p, float (&d)[N]) {
+#if defined(__CUDA_ARCH__)
+  if constexpr (N % 4 == 0) {
+    GDN_UNROLL
+    for (int q = 0; q < N / 4; ++q) {
+      const float4 x = reinterpret_cast<const float4*>(p)[q];
+      d[4 * q] = x.x;
+      d[4 * q + 1] = x.y;
+      d[4 * q + 2] = x.z;
+      d[4 * q + 3] = x.w;
+    }
+    return;
+  }
+#endif
+  GDN_SIMD
+  for (int n = 0; n < N; ++n) d[n] = p[n];
+}
+
+template <int N>
+KOKKOS_FORCEINLINE_FUNCTION void load_frag(const bf16* p, float (&d)[N]) {
+#if defined(__CUDA_ARCH__)
+  if constexpr (N % 4 == 0) {
+    GDN_UNROLL
+    for (int q = 0; q < N / 4; ++q) {
+      const uint2 x = reinterpret_cast<const uint2*>(p)[q];
+      d[4 * q] = bits_to_float(x.x << 16);
+      d[4 * q + 1] = bits_to_float(x.x & 0xffff0000u);
+      d[4 * q + 2] = bits_to_float(x.y << 16);
+      d[4 * q + 3] = bits_to_float(x.y & 0xffff0000u);
+    }
+    return;
+  }
+#endif
+  GDN_SIMD
+  for (int n = 0; n < N; ++n) d[n] = to_float(p[n]);
+}
+
+template <int N>
+KOKKOS_FORCEINLINE_FUNCTION void store_frag(float* p, const float (&s)[N]) {
+#if defined(__CUDA_ARCH__)
+  if constexpr (N % 4 == 0) {
+    GDN_UNROLL
+    for (int q = 0; q < N / 4; ++q) {
+      reinterpret_cast<float4*>(p)[q] = make_float4(s[4 * q], s[4 * q + 1], s[4 * q + 2], s[4 * q + 3]);
+    }
+    return;
+  }
+#endif
+  GDN_SIMD
+  for (int n = 0; n < N; ++n) p[n] = s[n];
+}
+
+/// Rounds to nearest even with the software rule of bf16.hpp on every
+/// backend, so that a bf16 pool holds the same bits whichever backend wrote it.
+template <int N>
+KOKKOS_FORCEINLINE_FUNCTION void store_frag(bf16* p, const float (&s)[N]) {
+#if defined(__CUDA_ARCH__)
+  if constexpr (N % 4 == 0) {
+    GDN_UNROLL
+    for (int q = 0; q < N / 4; ++q) {
+      uint2 x;
+      x.x = unsigned(float_to_bf16_bits(s[4 * q])) |
+            (unsigned(float_to_bf16_bits(s[4 * q + 1])) << 16);
+      x.y = unsigned(float_to_bf16_bits(s[4 * q + 2])) |
+            (unsigned(float_to_bf16_bits(s[4 * q + 3])) << 16);
+      reinterpret_cast<uint2*>(p)[q] = x;
+    }
+    return;
+  }
+#endif
+  for (int n = 0; n < N; ++n) p[n] = bf16(s[n]);
+}
+
+/// \brief Sum `v[0 .. 2*Lanes/2)` over the `Lanes` consecutive warp lanes of a
+/// lane group, leaving sum `l` in lane `l` (`l` = this thread's lane).
+///
+/// Halving exchanges at lane distances Lanes/2, ..., 1: at each, the lane
+/// keeps the half of its values whose index bit matches its own lane bit and
+/// adds the partner's copy of that half. The additions form a tree fixed by
+/// the lanes' positions, so the bits depend on nothing but the inputs. Every
+/// thread of the warp calls it together. Host (one lane): `v[0]`.
+template <int Lanes, int N>
+KOKKOS_FORCEINLINE_FUNCTION float lane_reduce_scatter(float (&v)[N], int lane) {
+  static_assert(N == Lanes, "one sum per lane");
+#if defined(__CUDA_ARCH__)
+  constexpr unsigned kFull = 0xffffffffu;
+  int n = N;
+  GDN_UNROLL
+  for (int off = Lanes / 2; off > 0; off /= 2) {
+    n /= 2;
+    const bool hi = (lane & off) != 0;
+    GDN_UNROLL
+    for (int j = 0; j < N / 2; ++j) {
+      if (j < n) {
+        const float send = hi ? v[j] : v[j + n];
+        const float keep = hi ? v[j + n] : v[j];
+        v[j] = keep + __shfl_xor_sync(kFull, send, off);
+      }
+    }
+  }
+  return v[0];
+#else
+  (void)lane;
+  return v[0];
+#endif
+}
+
+}  // namespace Impl
+}  // namespace gdn
+
+#endif  // GDN_IMPL_BACKEND_HPP

@@ -1,0 +1,231 @@
+#ifndef GDN_IMPL_CHUNK_ALGEBRA_HPP
+#define GDN_IMPL_CHUNK_ALGEBRA_HPP
+
+/// \file chunk_algebra.hpp
+/// \brief The chunked recurrence of docs/design.md (steps 1-4), shared by the
+/// forward, verify and the fold. This file is the exactness argument.
+///
+/// A chunk of `n <= chunk_tokens` tokens from state `S0`:
+/// 1. `P[:, j] = S0^T k_j`, `R[:, j] = S0^T q_j` (`project`: the only sum
+///    whose order depends on the backend, through the team shape).
+/// 2. decay products `g(j, i) = a_{i+1} * ... * a_j` and `Gam_j = a_0 * ... * a_j`,
+///    multiplied left to right (`chunk_coefficients`).
+/// 3. `u_j` and `out_j` in token order (`delta_factors`, `readout`).
+/// 4. the state after the chunk: `S = fma(k_j, u_j, S * a_j)` for j in order
+///    (`fold_record`, also the fold kernel's update).
+///
+/// Every operation is an explicit `fmaf`, or a single multiply, add, square
+/// root or division whose result does not feed an add, so contraction by the
+/// compiler (`-ffp-contract`, nvcc `--fmad`) has nothing to change: the bits
+/// depend only on the order written here. Steps 2-4 and the norms are the same
+/// code on every backend (one thread computes each value), so they give the
+/// same bits everywhere; step 1's order is fixed per backend by TeamShape.
+
+#include <gdn/impl/backend.hpp>
+
+#include <Kokkos_Core.hpp>
+
+#include <cmath>
+
+namespace gdn {
+namespace Impl {
+
+/// `sum_i x[i] * y[i]` over `D` floats: four partial sums (element i into
+/// partial i % 4, in order), combined as (p0 + p1) + (p2 + p3). One thread,
+/// one fixed order: the Gram entries and the norms.
+template <int D>
+KOKKOS_FORCEINLINE_FUNCTION float dot_fixed(const float* x, const float* y) {
+  static_assert(D % 4 == 0, "four partial sums");
+  float p[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+  for (int i = 0; i < D; i += 4) {
+    float a[4], b[4];
+    load4(x + i, a);
+    load4(y + i, b);
+    GDN_UNROLL
+    for (int e = 0; e < 4; ++e) p[e] = fmaf(a[e], b[e], p[e]);
+  }
+  return (p[0] + p[1]) + (p[2] + p[3]);
+}
+
+/// `num / sqrt(sum_sq + 1e-6)`: a key's inverse norm (num = 1) or a query's
+/// factor (num = 1/sqrt(Dk)); one correctly rounded square root and division.
+KOKKOS_FORCEINLINE_FUNCTION float norm_factor(float sum_sq, float num) {
+  return num / sqrtf(sum_sq + 1e-6f);
+}
+
+/// u = beta * (v - kv*kinv) * kinv, with v - kv*kinv as one fma.
+KOKKOS_FORCEINLINE_FUNCTION float delta_factor(float v, float kv, float beta, float kinv) {
+  return (beta * fmaf(-kv, kinv, v)) * kinv;
+}
+
+/// Step 4 for one state element and one record: `fma(k, u, S * a)`.
+KOKKOS_FORCEINLINE_FUNCTION float fold_record(float s, float k, float u, float a) {
+  return fmaf(k, u, s * a);
+}
+
+/// \brief Staged inputs and intermediates of one chunk in team scratch.
+///
+/// Row-major, `C = chunk_tokens` rows: `k`, `q` [C][Dk] (raw), `v`, `p`, `r`,
+/// `u` [C][kTileCols] (the team's tile of columns), per-token scalars [C]
+/// (`a` decay, `beta`, `kinv`, `qf`, `gam` = Gam_j), and the step-3
+/// coefficients [C][C]: `akk(j, i) = g(j, i) * (k_i . k_j)` for i < j,
+/// `akq(j, i) = g(j, i) * (k_i . q_j)` for i <= j.
+template <int Dk, int C>
+struct ChunkScratch {
+  static constexpr int kVec = C * Dk;
+  static constexpr int kTile = C * kTileCols;
+  static constexpr int kPad4 = (C + 3) / 4 * 4;
+  static constexpr int kCoef = C * C;
+  /// Floats of scratch used (every region starts 16-byte aligned).
+  static constexpr int floats() { return 2 * kVec + 4 * kTile + 5 * kPad4 + 2 * ((kCoef + 3) / 4 * 4); }
+
+  float* k;
+  float* q;
+  float* v;
+  float* p;
+  float* r;
+  float* u;
+  float* a;
+  float* beta;
+  float* kinv;
+  float* qf;
+  float* gam;
+  float* akk;
+  float* akq;
+
+  /// Carve the regions out of `base` (16-byte aligned, floats() long).
+  KOKKOS_INLINE_FUNCTION explicit ChunkScratch(float* base) {
+    k = base;
+    q = k + kVec;
+    v = q + kVec;
+    p = v + kTile;
+    r = p + kTile;
+    u = r + kTile;
+    a = u + kTile;
+    beta = a + kPad4;
+    kinv = beta + kPad4;
+    qf = kinv + kPad4;
+    gam = qf + kPad4;
+    akk = gam + kPad4;
+    akq = akk + (kCoef + 3) / 4 * 4;
+  }
+};
+
+/// Step 2 and the norms for token pair `(j, i)` of a chunk (i <= j < n): the
+/// thread that runs it writes `akk(j, i)` (i < j) and `akq(j, i)`; for
+/// i == j also `kinv_j`, `qf_j` and `Gam_j`. Reads the staged k, q, a.
+template <int Dk, int C>
+KOKKOS_FORCEINLINE_FUNCTION void chunk_coefficients(const ChunkScratch<Dk, C>& s, int j, int i,
+                                                    float q_scale) {
+  const float* kj = s.k + j * Dk;
+  const float* ki = s.k + i * Dk;
+  float g = 1.0f;  // g(j, i) = a_{i+1} * ... * a_j, left to right
+  for (int m = i + 1; m <= j; ++m) g = g * s.a[m];
+  if (i < j) s.akk[j * C + i] = g * dot_fixed<Dk>(ki, kj);
+  s.akq[j * C + i] = g * dot_fixed<Dk>(ki, s.q + j * Dk);
+  if (i == j) {
+    s.kinv[j] = norm_factor(dot_fixed<Dk>(kj, kj), 1.0f);
+    s.qf[j] = norm_factor(dot_fixed<Dk>(s.q + j * Dk, s.q + j * Dk), q_scale);
+    float gam = s.a[0];  // Gam_j = a_0 * ... * a_j, left to right
+    for (int m = 1; m <= j; ++m) gam = gam * s.a[m];
+    s.gam[j] = gam;
+  }
+}
+
+/// Step 1 for one token: this thread's partial sums of `P[:, j]` and
+/// `R[:, j]` over its fragment rows (in row order), summed over the lane
+/// group by lane_reduce_scatter. Lane `l` (CUDA) ends with P of fragment
+/// column l (l < Cols) or R of column l - Cols and writes it to scratch; the
+/// host's one lane writes all of them.
+template <int Lanes, int Rows, int Cols, int Dk, int C>
+KOKKOS_FORCEINLINE_FUNCTION void project(const float (&st)[Rows][Cols], const ChunkScratch<Dk, C>& s,
+                                         int j, int lane, int col0) {
+  const float* kj = s.k + j * Dk;
+  const float* qj = s.q + j * Dk;
+  float acc[2 * Cols];
+  GDN_SIMD
+  for (int c = 0; c < 2 * Cols; ++c) acc[c] = 0.0f;
+  GDN_UNROLL
+  for (int i = 0; i < Rows; i += 4) {
+    float kr[4], qr[4];
+    load4(kj + lane_row<Lanes>(lane, i), kr);
+    load4(qj + lane_row<Lanes>(lane, i), qr);
+    GDN_UNROLL
+    for (int e = 0; e < 4; ++e) {
+      GDN_SIMD
+      for (int c = 0; c < Cols; ++c) {
+        acc[c] = fmaf(st[i + e][c], kr[e], acc[c]);
+        acc[Cols + c] = fmaf(st[i + e][c], qr[e], acc[Cols + c]);
+      }
+    }
+  }
+  if constexpr (Lanes == 1) {
+    GDN_SIMD
+    for (int c = 0; c < Cols; ++c) {
+      s.p[j * kTileCols + col0 + c] = acc[c];
+      s.r[j * kTileCols + col0 + c] = acc[Cols + c];
+    }
+  } else {
+    const float sum = lane_reduce_scatter<Lanes>(acc, lane);
+    float* dst = lane < Cols ? s.p : s.r;
+    dst[j * kTileCols + col0 + (lane % Cols)] = sum;
+  }
+}
+
+/// Step 3, delta factors, for tile columns [c0, c1): for j = 0 .. n-1 in order,
+/// `kv = Gam_j * P[c, j] + sum_{i<j} akk(j, i) * u_i[c]` (i ascending, one fma
+/// each) and `u_j[c] = beta_j * (v_j[c] - kv * kinv_j) * kinv_j`.
+template <int Dk, int C>
+KOKKOS_FORCEINLINE_FUNCTION void delta_factors(const ChunkScratch<Dk, C>& s, int n, int c0, int c1) {
+  for (int j = 0; j < n; ++j) {
+    const float gam = s.gam[j], beta = s.beta[j], kinv = s.kinv[j];
+    float* uj = s.u + j * kTileCols;
+    const float* pj = s.p + j * kTileCols;
+    const float* vj = s.v + j * kTileCols;
+    GDN_SIMD
+    for (int c = c0; c < c1; ++c) {
+      float kv = gam * pj[c];
+      for (int i = 0; i < j; ++i) kv = fmaf(s.akk[j * C + i], s.u[i * kTileCols + c], kv);
+      uj[c] = delta_factor(vj[c], kv, beta, kinv);
+    }
+  }
+}
+
+/// Step 3, readout of token j at tile column c:
+/// `qf_j * (Gam_j * R[c, j] + sum_{i<=j} akq(j, i) * u_i[c])` (i ascending).
+template <int Dk, int C>
+KOKKOS_FORCEINLINE_FUNCTION float readout(const ChunkScratch<Dk, C>& s, int j, int c) {
+  float o = s.gam[j] * s.r[j * kTileCols + c];
+  for (int i = 0; i <= j; ++i) o = fmaf(s.akq[j * C + i], s.u[i * kTileCols + c], o);
+  return s.qf[j] * o;
+}
+
+/// Step 4 on a thread's fragment: records j = 0 .. n-1 in order, key rows
+/// from `k + j * k_stride` (this lane's rows), delta factors from
+/// `u + j * u_stride` (this thread's columns), decays `a[j * a_stride]`.
+template <int Lanes, int Rows, int Cols>
+KOKKOS_FORCEINLINE_FUNCTION void fold_fragment(float (&st)[Rows][Cols], int lane, int n,
+                                               const float* k, int k_stride, const float* u,
+                                               int u_stride, const float* a, int a_stride) {
+  for (int j = 0; j < n; ++j) {
+    const float aj = a[j * a_stride];
+    float uj[Cols];
+    GDN_SIMD
+    for (int c = 0; c < Cols; ++c) uj[c] = u[j * u_stride + c];
+    GDN_UNROLL
+    for (int i = 0; i < Rows; i += 4) {
+      float kr[4];
+      load4(k + j * k_stride + lane_row<Lanes>(lane, i), kr);
+      GDN_UNROLL
+      for (int e = 0; e < 4; ++e) {
+        GDN_SIMD
+        for (int c = 0; c < Cols; ++c) st[i + e][c] = fold_record(st[i + e][c], kr[e], uj[c], aj);
+      }
+    }
+  }
+}
+
+}  // namespace Impl
+}  // namespace gdn
+
+#endif  // GDN_IMPL_CHUNK_ALGEBRA_HPP

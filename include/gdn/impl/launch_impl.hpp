@@ -1,0 +1,212 @@
+#ifndef GDN_IMPL_LAUNCH_IMPL_HPP
+#define GDN_IMPL_LAUNCH_IMPL_HPP
+
+/// \file launch_impl.hpp
+/// \brief Definitions of the launchers of launch.hpp: validate, then launch.
+/// Included only by the explicit instantiations in src/.
+
+#include <gdn/bf16.hpp>
+#include <gdn/config.hpp>
+#include <gdn/impl/fold_kernel.hpp>
+#include <gdn/impl/launch.hpp>
+#include <gdn/impl/recurrence_kernel.hpp>
+#include <gdn/impl/validate.hpp>
+#include <gdn/ring.hpp>
+
+#include <Kokkos_Core.hpp>
+
+#include <cmath>
+#include <cstdint>
+#include <type_traits>
+#include <utility>
+
+namespace gdn {
+namespace Impl {
+
+template <class Kernel, class ExecSpace>
+void launch_team_kernel(const char* label, const ExecSpace& space, long long league,
+                        Kernel&& kernel) {
+  using K = std::decay_t<Kernel>;
+  if (league == 0) return;
+  typename K::Policy policy(space, static_cast<int>(league), K::kThreads);
+  policy.set_scratch_size(0, Kokkos::PerTeam(K::scratch_bytes()));
+  Kokkos::parallel_for(label, policy, kernel);
+}
+
+/// Calls `f(std::integral_constant<int, Dk>())` for the supported head dims.
+template <class F>
+void with_head_dim(int dk, F&& f) {
+  if (dk == 64) {
+    f(std::integral_constant<int, 64>());
+  } else {
+    f(std::integral_constant<int, 128>());
+  }
+}
+
+/// Index checking mode for forward and verify: offsets, and the pool rows the call writes.
+template <class ExecSpace, class M>
+void check_recurrence_indices(const ArgCheck& c, const ExecSpace& space,
+                              const IndexView<M>& offsets, std::size_t tokens,
+                              const IndexView<M>& slots, std::size_t pool_rows,
+                              const IndexView<M>* ring_slots, std::size_t ring_rows,
+                              std::size_t ring_len) {
+  space.fence();  // the caller may have written the indices asynchronously on this instance
+  const std::vector<std::uint32_t> off = host_copy_1d(offsets);
+  check_offsets_contents(c, off, tokens);
+  const std::size_t batch = slots.extent(0);
+  const std::vector<std::uint32_t> sl = host_copy_1d(slots);
+  std::vector<char> used(batch), commit(batch), record(batch);
+  for (std::size_t b = 0; b < batch; ++b) {
+    const std::size_t len = off[b + 1] - off[b];
+    used[b] = len > 0;
+    record[b] = ring_slots != nullptr && len > 0 && len <= ring_len;
+    commit[b] = len > 0 && !record[b];
+  }
+  // Recording rows only read their state row (several may share one); a
+  // committing row writes it, so no other row of the call may use it.
+  check_rows(c, "state_slots", "state.extent(0)", sl, used, commit, pool_rows, 0, "pool row");
+  if (ring_slots) {
+    const std::vector<std::uint32_t> rs = host_copy_1d(*ring_slots);
+    check_rows(c, "ring_slots", "ring.extent(0)", rs, record, record, ring_rows, 0, "ring row");
+  }
+}
+
+template <class ExecSpace, class StateT, class RingT, bool Verify>
+void launch_recurrence(const char* label, const ExecSpace& space, const HeadConfig& cfg,
+                       RecurrenceParams<StateT, RingT, typename ExecSpace::memory_space> p) {
+  p.nv = cfg.num_value_heads;
+  p.group = cfg.group_size();
+  p.key_dim = cfg.key_dim();
+  p.q_scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(cfg.key_head_dim)));
+  const long long batch = static_cast<long long>(p.slots.extent(0));
+  with_head_dim(cfg.key_head_dim, [&](auto dk) {
+    using Kernel = RecurrenceKernel<ExecSpace, StateT, RingT, decltype(dk)::value, Verify>;
+    Kernel k{p};
+    launch_team_kernel(label, space, Kernel::items(batch, p.nv), k);
+  });
+}
+
+template <class ExecSpace, class StateT>
+void FwdLauncher<ExecSpace, StateT>::run(const ExecSpace& space, const HeadConfig& cfg,
+                                         const TokenInputs<M>& in, const IndexView<M>& state_slots,
+                                         const PoolView<StateT, M>& state, const OutView<M>& out) {
+  const ArgCheck c("gdn::recurrence_fwd");
+  check_heads(c, cfg);
+  const std::size_t batch = state_slots.extent(0);
+  const std::size_t tokens = check_inputs(c, cfg, in, batch);
+  check_state(c, cfg, state, batch > 0);
+  check_out(c, cfg, out, tokens);
+  check_league(c, "state_slots", static_cast<long long>(batch) * cfg.num_value_heads *
+                                     (cfg.key_head_dim / kTileCols));
+  if (index_checking_enabled()) {
+    check_recurrence_indices<ExecSpace, M>(c, space, in.row_offsets, tokens, state_slots,
+                                           state.extent(0), nullptr, 0, 0);
+  }
+  RecurrenceParams<StateT, float, M> p;
+  p.in = in;
+  p.slots = state_slots;
+  p.state = state;
+  p.out = out;
+  launch_recurrence<ExecSpace, StateT, float, false>("gdn::recurrence_fwd::kernel", space, cfg, p);
+}
+
+template <class ExecSpace, class StateT, class RingT>
+void RingLauncher<ExecSpace, StateT, RingT>::verify(
+    const ExecSpace& space, const HeadConfig& cfg, const TokenInputs<M>& in,
+    const IndexView<M>& state_slots, const PoolView<StateT, M>& state, const OutView<M>& out,
+    const IndexView<M>& ring_slots, const PoolView<RingT, M>& ring) {
+  const ArgCheck c("gdn::recurrence_verify_ring");
+  check_heads(c, cfg);
+  const std::size_t batch = state_slots.extent(0);
+  const std::size_t tokens = check_inputs(c, cfg, in, batch);
+  check_state(c, cfg, state, batch > 0);
+  check_out(c, cfg, out, tokens);
+  if (!(ring_slots.extent(0) == batch)) {
+    c.fail("ring_slots", "extent(0) == B = " + to_str(batch) + " (state_slots.extent(0))",
+           "extent(0) = " + to_str(ring_slots.extent(0)));
+  }
+  check_ring(c, cfg, ring, batch > 0);
+  check_league(c, "state_slots", static_cast<long long>(batch) * cfg.num_value_heads *
+                                     (cfg.key_head_dim / kTileCols));
+  if (index_checking_enabled()) {
+    check_recurrence_indices<ExecSpace, M>(c, space, in.row_offsets, tokens, state_slots,
+                                           state.extent(0), &ring_slots, ring.extent(0),
+                                           ring.extent(2));
+  }
+  RecurrenceParams<StateT, RingT, M> p;
+  p.in = in;
+  p.slots = state_slots;
+  p.state = state;
+  p.out = out;
+  p.ring_slots = ring_slots;
+  p.ring = ring;
+  p.ring_len = static_cast<int>(ring.extent(2));
+  launch_recurrence<ExecSpace, StateT, RingT, true>("gdn::recurrence_verify_ring::kernel", space,
+                                                    cfg, p);
+}
+
+template <class ExecSpace, class StateT, class RingT>
+void RingLauncher<ExecSpace, StateT, RingT>::fold(
+    const ExecSpace& space, const HeadConfig& cfg, const IndexTable<M>& state_rows,
+    const PoolView<StateT, M>& state, const IndexTable<M>& ring_rows,
+    const Kokkos::View<const RingT****, Kokkos::LayoutRight, M>& ring,
+    const IndexView<M>& num_accepted) {
+  const ArgCheck c("gdn::state_fold");
+  check_heads(c, cfg);
+  const std::size_t layers = state_rows.extent(0);
+  const std::size_t batch = num_accepted.extent(0);
+  if (!(state_rows.extent(1) == batch)) {
+    c.fail("state_rows", "shape [L, B] with B = num_accepted.extent(0) = " + to_str(batch),
+           "shape " + extents_str(state_rows));
+  }
+  if (!(ring_rows.extent(0) == layers && ring_rows.extent(1) == batch)) {
+    c.fail("ring_rows",
+           "shape [L, B] = [" + to_str(layers) + ", " + to_str(batch) +
+               "] (the shape of state_rows)",
+           "shape " + extents_str(ring_rows));
+  }
+  const bool any = layers * batch > 0;
+  check_state(c, cfg, state, any);
+  check_ring(c, cfg, ring, any);
+  check_league(c, "state_rows", static_cast<long long>(layers) * batch * cfg.num_value_heads *
+                                    (cfg.key_head_dim / kTileCols));
+  if (index_checking_enabled()) {
+    space.fence();
+    const std::vector<std::uint32_t> na = host_copy_1d(num_accepted);
+    const std::vector<std::uint32_t> sr = host_copy_2d(state_rows);
+    const std::vector<std::uint32_t> rr = host_copy_2d(ring_rows);
+    std::vector<char> active(layers * batch);
+    for (std::size_t e = 0; e < active.size(); ++e) {
+      const std::uint32_t n = na[e % batch];
+      active[e] = n > 0 && n <= ring.extent(2);
+    }
+    // Every active (layer, b) writes its state row: all must differ. Ring rows are only read.
+    check_rows(c, "state_rows", "state.extent(0)", sr, active, active, state.extent(0), batch,
+               "pool row");
+    const std::vector<char> shared(active.size(), 0);
+    check_rows(c, "ring_rows", "ring.extent(0)", rr, active, shared, ring.extent(0), batch,
+               "ring row");
+  }
+  FoldParams<StateT, RingT, M> p;
+  p.state_rows = state_rows;
+  p.state = state;
+  p.ring_rows = ring_rows;
+  p.ring = ring;
+  p.num_accepted = num_accepted;
+  p.nv = cfg.num_value_heads;
+  p.group = cfg.group_size();
+  p.ring_len = static_cast<int>(ring.extent(2));
+  with_head_dim(cfg.key_head_dim, [&](auto dk) {
+    using Kernel = FoldKernel<ExecSpace, StateT, RingT, decltype(dk)::value>;
+    Kernel k{p, static_cast<int>(batch)};
+    launch_team_kernel("gdn::state_fold::kernel", space,
+                       Kernel::items(static_cast<long long>(layers), static_cast<long long>(batch),
+                                     p.nv),
+                       k);
+  });
+}
+
+}  // namespace Impl
+}  // namespace gdn
+
+#endif  // GDN_IMPL_LAUNCH_IMPL_HPP
