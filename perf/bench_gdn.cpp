@@ -6,6 +6,9 @@
 //   fwd/D<d>/state:<s>/B:<b>/T:<t>          every row T tokens; T = 1 is plain decode
 //   verify/D<d>/state:<s>/B:<b>/T:<t>       every row T tokens, RING_LEN = T: records
 //                                           written, state read and not written
+//   prefill/D<d>/state:<s>/B:<b>/T:<t>      recurrence_fwd over B prompts of T tokens each
+//                                           (B x T in 1 x 1024, 1 x 4096, 1 x 8192,
+//                                           4 x 4096, 16 x 4096; D = 128)
 //   fold/D<d>/state:<s>/L:<l>/B:<b>/T:<t>   RING_LEN = T, num_accepted = T for every
 //                                           row; L = 1 (one layer per launch) and
 //                                           L = 36 (the GDN layers of a
@@ -15,7 +18,7 @@
 // ring_record_elements rounded up to 16 bytes (GDN_BENCH_RECORD_ALIGN floats,
 // default 4; padding is not counted in the bytes moved). B in {1, 8, 32, 128, 256, 512}
 // up to GDN_BENCH_MAX_BATCH (default 32 on the host, 512 on a GPU), T in
-// {1, 2, 4, 8}. A case whose buffers exceed GDN_BENCH_MAX_GIB (default 8 on the
+// {1, 2, 4, 8, 16}. A case whose buffers exceed GDN_BENCH_MAX_GIB (default 8 on the
 // host, 100 on a GPU) is not registered.
 //
 // Method.
@@ -50,9 +53,10 @@
 //     kernel runs on after it), samples, bytes (the minimal bytes moved,
 //     each counted once: state read, and written where the kernel writes it;
 //     qkv, decay, beta, out; ring records written (verify) or read (fold),
-//     used elements only; index arrays), flops (fwd/verify: 7*Dk*Dv per token
-//     per value head, decay multiply + 3 FMAs per state element, FMA = 2;
-//     fold: 3*Dk*Dv per record per value head), GB/s, TFLOP/s,
+//     used elements only; index arrays), flops (per token and value head, FMA = 2:
+//     verify 4*Dk*Dv, the two projections S0^T k and S0^T q of step 1; fwd and
+//     prefill 7*Dk*Dv, those plus the fold's multiply and FMA per state element;
+//     fold 3*Dk*Dv per record; the chunk's small O(C) terms are not counted), GB/s, TFLOP/s,
 //     bw_frac = (bytes/time)/copy_bw and
 //     roofline_frac = max(bytes/copy_bw, flops/fp32_peak)/time.
 //   - copy_bw and fp32_peak are measured in the same run, before the cases
@@ -233,7 +237,7 @@ Table make_table(int rows, int cols) {  // entry (l, b) = l * cols + b
 
 // ---------------------------------------------------------------------------
 // One case: its shape, the bytes and flops it must move and compute, its buffers' size.
-enum class Kernel { Fwd, Verify, Fold };
+enum class Kernel { Fwd, Verify, Fold, Prefill };
 
 struct Case {
   Kernel kernel = Kernel::Fwd;
@@ -262,7 +266,10 @@ struct Case {
   double records() const { return double(layers) * batch * window * kNumKeyHeads; }
 
   std::string name() const {
-    const char* k = kernel == Kernel::Fwd ? "fwd" : kernel == Kernel::Verify ? "verify" : "fold";
+    const char* k = kernel == Kernel::Fwd       ? "fwd"
+                    : kernel == Kernel::Prefill ? "prefill"
+                    : kernel == Kernel::Verify  ? "verify"
+                                                : "fold";
     std::string n =
         std::string(k) + "/D" + std::to_string(dim) + "/state:" + (bf16_state ? "bf16" : "float");
     if (kernel == Kernel::Fold) n += "/L:" + std::to_string(layers);
@@ -273,6 +280,7 @@ struct Case {
     const double idx = 4.0;
     switch (kernel) {
       case Kernel::Fwd:  // state read + written, tokens, offsets + slots
+      case Kernel::Prefill:
         return 2.0 * batch * state_row_bytes() + tokens() * token_bytes() + idx * (2.0 * batch + 1);
       case Kernel::Verify:  // state read, tokens, records written, offsets + slots + ring slots
         return batch * state_row_bytes() + tokens() * token_bytes() +
@@ -287,12 +295,14 @@ struct Case {
     const double per_head = double(dim) * dim;
     if (kernel == Kernel::Fold)
       return double(layers) * batch * window * kNumValueHeads * 3.0 * per_head;
+    if (kernel == Kernel::Verify) return tokens() * kNumValueHeads * 4.0 * per_head;
     return tokens() * kNumValueHeads * 7.0 * per_head;
   }
   double footprint() const {
     const double ring = double(layers) * batch * kNumKeyHeads * window * record_stride() * 4.0;
     switch (kernel) {
       case Kernel::Fwd:
+      case Kernel::Prefill:
         return batch * state_row_bytes() + tokens() * token_bytes();
       case Kernel::Verify:
         return batch * state_row_bytes() + tokens() * token_bytes() + ring;
@@ -451,7 +461,7 @@ void run_recurrence(benchmark::State& st, const Case& c, const Settings& s) {
   space.fence();
   Timing t;
   for (auto _ : st) {
-    if (c.kernel == Kernel::Fwd) {
+    if (c.kernel == Kernel::Fwd || c.kernel == Kernel::Prefill) {
       t = time_calls(s,
                      [&] { gdn::recurrence_fwd(space, cfg, tok.in, tok.slots, state, tok.out); });
     } else {
@@ -513,7 +523,7 @@ void run_case(benchmark::State& st, const Case& c, const Settings& s) {
 // ---------------------------------------------------------------------------
 void register_cases(const Settings& s) {
   const int batches[] = {1, 8, 32, 128, 256, 512};
-  const int windows[] = {1, 2, 4, 8};
+  const int windows[] = {1, 2, 4, 8, 16};
   struct Variant {
     Kernel kernel;
     int layers;
@@ -547,6 +557,26 @@ void register_cases(const Settings& s) {
                 ->UseManualTime()
                 ->Unit(benchmark::kMicrosecond);
           }
+  // Prefill: long prompts, D = 128 (Qwen3-Next's layer).
+  const int prompts[][2] = {{1, 1024}, {1, 4096}, {1, 8192}, {4, 4096}, {16, 4096}};
+  for (bool bf16_state : {false, true})
+    for (const auto& bl : prompts) {
+      Case c;
+      c.kernel = Kernel::Prefill;
+      c.dim = 128;
+      c.bf16_state = bf16_state;
+      c.batch = bl[0];
+      c.window = bl[1];
+      if (c.footprint() > s.max_bytes) {
+        ++skipped;
+        continue;
+      }
+      benchmark::RegisterBenchmark(c.name().c_str(),
+                                   [c, s](benchmark::State& st) { run_case(st, c, s); })
+          ->Iterations(1)
+          ->UseManualTime()
+          ->Unit(benchmark::kMicrosecond);
+    }
   if (skipped) std::printf("gdn_bench: %d cases skipped for memory\n", skipped);
 }
 

@@ -16,6 +16,7 @@ KERNELS = [
     ("fwd", "recurrence_fwd"),
     ("verify", "recurrence_verify_ring (RING_LEN = T, records written, state not written)"),
     ("fold", "state_fold (n = T accepted for every row, RING_LEN = T)"),
+    ("prefill", "recurrence_fwd over B prompts of T tokens each"),
 ]
 
 

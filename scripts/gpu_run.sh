@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Everything the GPU machine does, in one command (the device tool runs it in
 # the repository root with the patched Kokkos tarball carried in .deps/):
-#   bash scripts/gpu_run.sh [--bench REGEX] [--tests] [--variant NAME:FLAGS]... [--sanitize] [--ncu REGEX]
+#   bash scripts/gpu_run.sh [--bench REGEX] [--tests] [--baseline TARBALL] [--sanitize] [--ncu REGEX]
 # Steps run in this order, each logged under $OUT (default ./out):
 #   --tests        ctest -L cuda (CUDA test suite + install consumer)
 #   --sanitize     compute-sanitizer racecheck and memcheck over the CUDA
@@ -20,11 +20,10 @@
 #                  -> sass_lines.txt.gz) and each profile's instructions by
 #                  source line (perf/sass_breakdown.py --lines -> ncu_lines.txt;
 #                  GDN_NCU_ITEMS: work items x warps, default 65536)
-#   --variant N:F  rebuild library + bench with extra compile flags F (mapping
-#                  knobs of include/gdn/impl/mapping.hpp) and rerun the bench
-#                  filter (or GDN_VARIANT_BENCH) -> bench_N.{json,txt}
-#                  (GDN_VARIANT_TESTS=1: also build its CUDA tests and run
-#                  gdn_tests_cuda -> gtest_N.log)
+#   --baseline F  build the gdn sources of tarball F (`git archive` of an
+#                  earlier commit) with this tree's perf/ drivers (they use
+#                  only the public API) and run the same bench filter
+#                  -> bench_baseline.{json,txt,md}: old and new in one call
 # A summary line per step is printed as it completes (and kept in summary.txt).
 # GDN_PACK=FILE (a path outside $OUT): when the script exits, for whatever
 # reason, everything under $OUT but ncu's report goes into the tarball FILE,
@@ -38,20 +37,20 @@ if [ -n "${GDN_PACK:-}" ]; then
   trap pack EXIT
 fi
 do_tests=0 do_san=0 bench=""
-variants=() ncu_res=()
+baseline="" ncu_res=()
 while [ $# -gt 0 ]; do
   case $1 in
     --tests) do_tests=1 ;;
     --sanitize) do_san=1 ;;
     --bench) bench=$2; shift ;;
-    --variant) variants+=("$2"); shift ;;
+    --baseline) baseline=$2; shift ;;
     --ncu) ncu_res+=("$2"); shift ;;
     *) log "unknown option $1"; exit 2 ;;
   esac
   shift
 done
 say() { echo "[$((SECONDS))s] $*" | tee -a "$OUT/summary.txt"; }
-bench_table() { grep -E '^(fwd|verify|fold)' "$1" | sed 's|/iterations:1/manual_time||' | awk '{printf "%-44s", $1; for (i=2;i<=NF;i++) if ($i ~ /^(time_us|gpu_us|copy_us|GB\/s|bw_frac|roofline_frac)=/) printf " %s", $i; print ""}'; }
+bench_table() { grep -E '^(fwd|verify|fold|prefill)' "$1" | sed 's|/iterations:1/manual_time||' | awk '{printf "%-44s", $1; for (i=2;i<=NF;i++) if ($i ~ /^(time_us|gpu_us|copy_us|GB\/s|bw_frac|roofline_frac)=/) printf " %s", $i; print ""}'; }
 # GDN_BENCH_REPETITIONS=N (> 1): every case measured N times, in random order, and reported as
 # the median of the N (Google Benchmark aggregates; perf/render.py shows the medians).
 reps=()
@@ -139,16 +138,20 @@ for ncu_re in "${ncu_res[@]}"; do
     say "$p: $(grep -E '^source lines' "$OUT/${p}_lines.txt" | sed 's/kernel .*\.\.\., //')"
   fi
 done
-for v in "${variants[@]}"; do
-  name=${v%%:*} flags=${v#*:}
-  vt=OFF; [ "${GDN_VARIANT_TESTS:-0}" = 1 ] && vt=ON
-  vdir=$(configure_and_build "cuda-$name" "$kokkos" -DGDN_ENABLE_TESTS=$vt -DGDN_ENABLE_EXAMPLES=OFF \
-    -DGDN_ENABLE_BENCHMARKS=ON "-DCMAKE_CXX_FLAGS=$flags" 2>"$OUT/build_$name.log") || { say "variant $name: build failed"; continue; }
-  say "variant $name ($flags)"
-  if [ "$vt" = ON ]; then  # the CUDA test suite built with the variant's flags
-    "$vdir/tests/gdn_tests_cuda" > "$OUT/gtest_$name.log" 2>&1 && r=pass || r=FAIL
-    say "variant $name: gdn_tests_cuda $r ($(grep -E '^\[  (PASSED|FAILED)  \]' "$OUT/gtest_$name.log" | tr '\n' ' '))"
+if [ -n "$baseline" ] && [ -n "$bench" ]; then
+  bsrc=$GDN_ROOT/build/baseline-src
+  rm -rf "$bsrc" && mkdir -p "$bsrc" && tar xzf "$baseline" -C "$bsrc"
+  cp "$GDN_ROOT"/perf/bench_gdn.cpp "$GDN_ROOT"/perf/machine.cpp "$GDN_ROOT"/perf/machine.hpp "$bsrc/perf/"
+  bdir=$GDN_ROOT/build/cuda-baseline
+  if cmake -S "$bsrc" -B "$bdir" -DCMAKE_BUILD_TYPE=Release "-DKokkos_ROOT=$kokkos" \
+       "-DCMAKE_CXX_COMPILER=$kokkos/bin/nvcc_wrapper" -DGDN_ENABLE_TESTS=OFF -DGDN_ENABLE_EXAMPLES=OFF \
+       -DGDN_ENABLE_BENCHMARKS=ON > "$OUT/build_baseline.log" 2>&1 &&
+     cmake --build "$bdir" -j "$JOBS" --target gdn_bench >> "$OUT/build_baseline.log" 2>&1; then
+    say "baseline built ($baseline)"
+    run_bench "$bdir" baseline
+    python3 "$GDN_ROOT/perf/render.py" "$OUT/bench_baseline.json" "$OUT/bench_baseline.md" >/dev/null 2>&1 || true
+  else
+    say "baseline build failed (build_baseline.log)"
   fi
-  bench=${GDN_VARIANT_BENCH:-$bench} run_bench "$vdir" "$name"
-done
+fi
 say "done"

@@ -19,6 +19,7 @@ struct CycleSpec {
   int pad = 3;            // record padding elements
   Layout layout = Layout::Dense;
   std::uint64_t seed = 1;
+  float decay = -1.0f;  // > 0: every token's decay (else random in [0.8, 1))
 };
 
 struct CycleResult {
@@ -28,7 +29,9 @@ struct CycleResult {
 template <class StateT, class RingT>
 CycleResult run_cycle(const CycleSpec& cs) {
   const ExecSpace space;
-  const Problem p = make_problem(cs.cfg, cs.lens, cs.seed);
+  Problem p = make_problem(cs.cfg, cs.lens, cs.seed);
+  if (cs.decay > 0)
+    for (float& a : p.host.decay) a = cs.decay;
   const int B = p.batch();
   const int slots_total = B + 3;
   const int ring_total = B + 2;
