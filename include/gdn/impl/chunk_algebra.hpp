@@ -147,6 +147,12 @@ KOKKOS_FORCEINLINE_FUNCTION void chunk_coefficients(const ChunkScratch<Dk, C>& s
   }
 }
 
+/// Columns a thread sums or folds together: all of its columns on a GPU
+/// (registers), blocks of 16 (one 512-bit vector) on the host, whose tile
+/// lives in L1. Only the loop order depends on it, never a sum's order.
+template <int Cols>
+constexpr int kColBlock = Cols < 16 ? Cols : 16;
+
 /// Step 1 for one token: this thread's partial sums of `P[:, j]` and
 /// `R[:, j]` over its fragment rows (in row order), summed over the lane
 /// group by lane_reduce_scatter. Lane `l` (CUDA) ends with P of fragment
@@ -155,37 +161,42 @@ KOKKOS_FORCEINLINE_FUNCTION void chunk_coefficients(const ChunkScratch<Dk, C>& s
 template <int Lanes, int Rows, int Cols, int Dk, int C>
 KOKKOS_FORCEINLINE_FUNCTION void project(const float (&st)[Rows][Cols], const ChunkScratch<Dk, C>& s,
                                          int j, int lane, int col0) {
+  constexpr int CB = kColBlock<Cols>;
   const float* kj = s.k + j * Dk;
   const float* qj = s.q + j * Dk;
-  float acc[2 * Cols];
   GDN_UNROLL
-  GDN_SIMD
-  for (int c = 0; c < 2 * Cols; ++c) acc[c] = 0.0f;
-  GDN_UNROLL
-  for (int i = 0; i < Rows; i += 4) {
-    float kr[4], qr[4];
-    load4(kj + lane_row<Lanes>(lane, i), kr);
-    load4(qj + lane_row<Lanes>(lane, i), qr);
+  for (int cb = 0; cb < Cols; cb += CB) {
+    float acc[2 * CB];
     GDN_UNROLL
-    for (int e = 0; e < 4; ++e) {
+    GDN_SIMD
+    for (int c = 0; c < 2 * CB; ++c) acc[c] = 0.0f;
+    GDN_UNROLL
+    for (int i = 0; i < Rows; i += 4) {
+      float kr[4], qr[4];
+      load4(kj + lane_row<Lanes>(lane, i), kr);
+      load4(qj + lane_row<Lanes>(lane, i), qr);
       GDN_UNROLL
-      GDN_SIMD
-      for (int c = 0; c < Cols; ++c) {
-        acc[c] = fmaf(st[i + e][c], kr[e], acc[c]);
-        acc[Cols + c] = fmaf(st[i + e][c], qr[e], acc[Cols + c]);
+      for (int e = 0; e < 4; ++e) {
+        GDN_UNROLL
+        GDN_SIMD
+        for (int c = 0; c < CB; ++c) {
+          acc[c] = fmaf(st[i + e][cb + c], kr[e], acc[c]);
+          acc[CB + c] = fmaf(st[i + e][cb + c], qr[e], acc[CB + c]);
+        }
       }
     }
-  }
-  if constexpr (Lanes == 1) {
-    GDN_SIMD
-    for (int c = 0; c < Cols; ++c) {
-      s.p[j * kTileCols + col0 + c] = acc[c];
-      s.r[j * kTileCols + col0 + c] = acc[Cols + c];
+    if constexpr (Lanes == 1) {
+      GDN_SIMD
+      for (int c = 0; c < CB; ++c) {
+        s.p[j * kTileCols + col0 + cb + c] = acc[c];
+        s.r[j * kTileCols + col0 + cb + c] = acc[CB + c];
+      }
+    } else {
+      static_assert(CB == Cols, "a GPU thread sums all of its columns at once");
+      const float sum = lane_reduce_scatter<Lanes>(acc, lane);
+      float* dst = lane < Cols ? s.p : s.r;
+      dst[j * kTileCols + col0 + (lane % Cols)] = sum;
     }
-  } else {
-    const float sum = lane_reduce_scatter<Lanes>(acc, lane);
-    float* dst = lane < Cols ? s.p : s.r;
-    dst[j * kTileCols + col0 + (lane % Cols)] = sum;
   }
 }
 
@@ -243,25 +254,45 @@ KOKKOS_FORCEINLINE_FUNCTION float readout(const ChunkScratch<Dk, C>& s, int j, i
 /// Step 4 on a thread's fragment: records j = 0 .. n-1 in order, key rows
 /// from `k + j * k_stride` (this lane's rows), delta factors from
 /// `u + j * u_stride` (this thread's columns), decays `a[j * a_stride]`.
+/// Every element takes the records in the same order; a GPU thread sweeps
+/// its registers once per record, the host applies all records to one
+/// row's block of 16 columns while it is in a register.
 template <int Lanes, int Rows, int Cols>
 KOKKOS_FORCEINLINE_FUNCTION void fold_fragment(float (&st)[Rows][Cols], int lane, int n,
                                                const float* k, int k_stride, const float* u,
                                                int u_stride, const float* a, int a_stride) {
-  for (int j = 0; j < n; ++j) {
-    const float aj = a[j * a_stride];
-    float uj[Cols];
-    GDN_UNROLL
-    GDN_SIMD
-    for (int c = 0; c < Cols; ++c) uj[c] = u[j * u_stride + c];
-    GDN_UNROLL
-    for (int i = 0; i < Rows; i += 4) {
-      float kr[4];
-      load4(k + j * k_stride + lane_row<Lanes>(lane, i), kr);
-      GDN_UNROLL
-      for (int e = 0; e < 4; ++e) {
-        GDN_UNROLL
+  if constexpr (Lanes == 1) {
+    constexpr int CB = kColBlock<Cols>;
+    for (int cb = 0; cb < Cols; cb += CB) {
+      for (int i = 0; i < Rows; ++i) {
+        float x[CB];
         GDN_SIMD
-        for (int c = 0; c < Cols; ++c) st[i + e][c] = fold_record(st[i + e][c], kr[e], uj[c], aj);
+        for (int c = 0; c < CB; ++c) x[c] = st[i][cb + c];
+        for (int j = 0; j < n; ++j) {
+          const float kj = k[j * k_stride + i], aj = a[j * a_stride];
+          const float* uj = u + j * u_stride + cb;
+          GDN_SIMD
+          for (int c = 0; c < CB; ++c) x[c] = fold_record(x[c], kj, uj[c], aj);
+        }
+        GDN_SIMD
+        for (int c = 0; c < CB; ++c) st[i][cb + c] = x[c];
+      }
+    }
+  } else {
+    for (int j = 0; j < n; ++j) {
+      const float aj = a[j * a_stride];
+      float uj[Cols];
+      GDN_UNROLL
+      for (int c = 0; c < Cols; ++c) uj[c] = u[j * u_stride + c];
+      GDN_UNROLL
+      for (int i = 0; i < Rows; i += 4) {
+        float kr[4];
+        load4(k + j * k_stride + lane_row<Lanes>(lane, i), kr);
+        GDN_UNROLL
+        for (int e = 0; e < 4; ++e) {
+          GDN_UNROLL
+          for (int c = 0; c < Cols; ++c) st[i + e][c] = fold_record(st[i + e][c], kr[e], uj[c], aj);
+        }
       }
     }
   }
