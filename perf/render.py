@@ -2,14 +2,27 @@
 """Render gdn_bench's Google Benchmark JSON as markdown tables.
 
 usage: perf/render.py IN.json OUT.md
+       perf/render.py --summary IN.json PAGE.md
 
-One table per kernel (fwd, verify, fold), one row per case. Case names are
-`kernel/D<d>/key:value/...` (perf/bench_gdn.cpp). With --benchmark_repetitions
-the median aggregate is shown; otherwise the single run of each case. Python 3
-standard library only.
+The first form writes every case: one table per kernel (fwd, verify, fold),
+one row per case. The second writes the short tables of docs/performance.md
+(verify, forward decode and fold at the Qwen3-Next shape and B = 256, or the
+largest B measured) into PAGE.md, between the two marker lines
+
+    <!-- generated from bench_NAME.json by perf/report.sh: begin -->
+    <!-- generated from bench_NAME.json: end -->
+
+where bench_NAME.json is IN.json's file name; the rest of PAGE.md is kept.
+perf/report.sh runs both for every docs/perf/bench_*.json.
+
+Case names are `kernel/D<d>/key:value/...` (perf/bench_gdn.cpp). With
+--benchmark_repetitions the median aggregate is shown; otherwise the single
+run of each case. Python 3 standard library only.
 """
 
 import json
+import os
+import re
 import sys
 
 KERNELS = [
@@ -189,9 +202,200 @@ def render(data):
     return "\n".join(out)
 
 
+# --- the short tables of docs/performance.md --------------------------------------------------
+
+# Times of other implementations of the same case on the same machine, shown beside gdn's.
+# Keyed by a substring of the JSON context's "device", then by case name; each entry is
+# (microseconds, where the figure comes from). The verify figures are issue 5's
+# straightforward CUDA kernel, measured on the H200: one block per sequence and value
+# head, one thread per value column holding its state column in registers.
+REFERENCES = {
+    "H200": {
+        "verify/D128/state:float/B:256/T:1": 193.0,
+        "verify/D128/state:float/B:256/T:4": 355.0,
+        "verify/D128/state:float/B:256/T:8": 575.0,
+        "verify/D128/state:bf16/B:256/T:4": 323.0,
+    },
+}
+REFERENCE_NAME = "straightforward kernel"
+REFERENCE_NOTE = (
+    "*straightforward kernel*: a plain CUDA verify kernel measured on the same H200 "
+    "(one block per sequence and value head, one thread per value column holding "
+    "that column of the state in registers)."
+)
+HEADLINE_BATCH = 256  # the batch of the short tables (the largest measured, if smaller)
+
+
+def _num(value):
+    try:
+        return int(str(value).lstrip("D"))
+    except ValueError:
+        return 0
+
+
+def _si3(x, unit):
+    """3 significant digits with an SI prefix: 3.99 TB/s, 41.9 GB/s, 458 GFLOP/s."""
+    v = float(x)
+    prefixes = ((1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k"), (1.0, ""))
+    for scale, prefix in prefixes:
+        if v >= scale:
+            break
+    return f"{v / scale:.3g} {prefix}{unit}"
+
+
+def _us(t):
+    return f"{t:.1f}" if t < 1000 else f"{t:.0f}"
+
+
+def roofline_us(b, ctx):
+    """max(bytes / copy_bw, flops / fp32_peak) in microseconds."""
+    t = float(b["bytes"]) / float(ctx["copy_bw"])
+    if "flops" in b and float(ctx.get("fp32_peak", 0)) > 0:
+        t = max(t, float(b["flops"]) / float(ctx["fp32_peak"]))
+    return 1e6 * t
+
+
+def indexed_runs(data):
+    """{(kernel, shape, state, B, T, L): (name, run)} of the cases without an error; L = 0
+    outside the fold."""
+    runs = {}
+    for name, b in select_runs(data.get("benchmarks", [])).items():
+        if not b.get("error_occurred"):
+            kernel, f = parse_name(name)
+            runs[(kernel, f.get("shape"), f.get("state"), _num(f.get("B")), _num(f.get("T")),
+                  _num(f.get("L")))] = (name, b)
+    return runs
+
+
+def headline(runs):
+    """The shape and batch of the short tables: D128 (else the largest), B = HEADLINE_BATCH
+    (else the largest measured)."""
+    shapes = sorted({k[1] for k in runs}, key=_num)
+    shape = "D128" if "D128" in shapes else shapes[-1]
+    batches = sorted({k[3] for k in runs if k[1] == shape})
+    return shape, (HEADLINE_BATCH if HEADLINE_BATCH in batches else batches[-1])
+
+
+def summary(data, references=None):
+    """The short tables of docs/performance.md for one benchmark file (markdown lines)."""
+    ctx = data.get("context", {})
+    runs = indexed_runs(data)
+    if not runs:
+        return ["(no cases in this file)"]
+    shape, batch = headline(runs)
+    states = [s for s in ("float", "bf16") if any(k[2] == s for k in runs)]
+    if references is None:
+        device = str(ctx.get("device", ""))
+        references = next((r for key, r in REFERENCES.items() if key in device), {})
+
+    def cell(key):
+        if key not in runs:
+            return None
+        name, b = runs[key]
+        return name, time_us(b), roofline_us(b, ctx)
+
+    floor = ctx.get("launch_floor_us")
+    out = [
+        f"{ctx.get('device', '?')}, {ctx.get('backend', '?')} backend (Kokkos "
+        f"{ctx.get('kokkos_version', '?')}), measured {str(ctx.get('date', '?'))[:10]}. "
+        f"In the same run: copy_bw {_si3(ctx['copy_bw'], 'B/s')}, fp32_peak "
+        f"{_si3(ctx['fp32_peak'], 'FLOP/s')}"
+        + (f", an empty kernel timed like the cases {float(floor):.1f} us" if floor else "")
+        + f". Cases: {shape} (nk = 16, nv = 32, Dk = Dv = {_num(shape)}), B = {batch} "
+        "sequences, float ring.",
+        "",
+    ]
+
+    rows = []
+    for state in states:
+        for window in sorted({k[4] for k in runs if k[0] == "verify"}):
+            c = cell(("verify", shape, state, batch, window, 0))
+            if c is None:
+                continue
+            name, t, roof = c
+            ref = references.get(name)
+            rows.append([state, str(window), _us(t), _us(roof), f"{100 * roof / t:.1f} %"]
+                        + ([f"{ref:.0f}", f"{ref / t:.2f}x"] if ref else ["", ""]))
+    with_ref = any(r[5] for r in rows)
+    if rows:
+        out.append(f"**verify** (`recurrence_verify_ring`, a window of T tokens per sequence, "
+                   "RING_LEN = T: outputs and records written, state not)")
+        out.append("")
+        head = ["state", "T", "time (us)", "roofline (us)", "of roofline"]
+        head += [f"{REFERENCE_NAME} (us)", "gdn faster by"] if with_ref else []
+        out.append("| " + " | ".join(head) + " |")
+        out.append("|---|---:|" + "---:|" * (len(head) - 2))
+        out += ["| " + " | ".join(r if with_ref else r[:5]) + " |" for r in rows]
+        out.append("")
+
+    rows = []
+    for state in states:
+        c = cell(("fwd", shape, state, batch, 1, 0))
+        if c is not None:
+            _, t, roof = c
+            rows.append(f"| {state} | {_us(t)} | {_us(roof)} | {100 * roof / t:.1f} % |")
+    if rows:
+        out.append("**forward decode** (`recurrence_fwd`, one token per sequence; "
+                   "the state read and written)")
+        out.append("")
+        out.append("| state | time (us) | roofline (us) | of roofline |")
+        out.append("|---|---:|---:|---:|")
+        out += rows
+        out.append("")
+
+    windows = sorted({k[4] for k in runs if k[0] == "fold"})
+    rows = []
+    for state in states:
+        for layers in sorted({k[5] for k in runs if k[0] == "fold"}):
+            cells = []
+            for window in windows:
+                c = cell(("fold", shape, state, batch, window, layers))
+                cells.append("" if c is None else f"{_us(c[1])} us, {100 * c[2] / c[1]:.1f} %")
+            if any(cells):
+                rows.append(f"| {state} | {layers} | " + " | ".join(cells) + " |")
+    if rows:
+        out.append("**fold** (`state_fold`, L layers in one call, n = T records accepted per "
+                   "sequence; time and fraction of the roofline)")
+        out.append("")
+        out.append("| state | L | " + " | ".join(f"n = {w}" for w in windows) + " |")
+        out.append("|---|---:|" + "---:|" * len(windows))
+        out += rows
+        out.append("")
+    if with_ref:
+        out.append(REFERENCE_NOTE)
+        out.append("")
+    while out and out[-1] == "":
+        out.pop()
+    return out
+
+
+def replace_block(page, tag, lines):
+    """PAGE with the text between the begin and end markers of TAG replaced by LINES."""
+    begin = f"<!-- generated from {tag} by perf/report.sh: begin -->"
+    end = f"<!-- generated from {tag}: end -->"
+    pattern = re.compile(re.escape(begin) + r"\n.*?" + re.escape(end), re.S)
+    if not pattern.search(page):
+        raise ValueError(f"no block marked '{begin}' ... '{end}'")
+    block = begin + "\n" + "\n".join(lines) + "\n" + end
+    return pattern.sub(lambda _: block, page, count=1)
+
+
 def main(argv):
+    if len(argv) == 4 and argv[1] == "--summary":
+        with open(argv[2], encoding="utf-8") as f:
+            data = json.load(f)
+        with open(argv[3], encoding="utf-8") as f:
+            page = f.read()
+        try:
+            page = replace_block(page, os.path.basename(argv[2]), summary(data))
+        except ValueError as e:
+            sys.stderr.write(f"render.py: {argv[3]}: {e}\n")
+            return 1
+        with open(argv[3], "w", encoding="utf-8") as f:
+            f.write(page)
+        return 0
     if len(argv) != 3:
-        sys.stderr.write("usage: render.py IN.json OUT.md\n")
+        sys.stderr.write("usage: render.py IN.json OUT.md | render.py --summary IN.json PAGE.md\n")
         return 2
     with open(argv[1], encoding="utf-8") as f:
         data = json.load(f)

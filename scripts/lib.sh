@@ -15,9 +15,13 @@ log() { printf '[gdn] %s\n' "$*" >&2; }
 
 # Debian packages the build needs; installed only when missing (needs root then).
 ensure_packages() {
-  local want=(cmake g++ make libgtest-dev libbenchmark-dev ca-certificates perl python3)
+  ensure_debian_packages cmake g++ make libgtest-dev libbenchmark-dev ca-certificates perl python3
+}
+
+# The Debian packages named as arguments, installed only when missing.
+ensure_debian_packages() {
   local missing=() p
-  for p in "${want[@]}"; do
+  for p in "$@"; do
     case $(dpkg-query -W -f='${Status}' "$p" 2>/dev/null || true) in
       *"ok installed") ;;
       *) missing+=("$p") ;;

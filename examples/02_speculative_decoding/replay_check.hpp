@@ -6,9 +6,9 @@
 // Before verify, the state rows of a sample of layers are copied aside. After
 // the fold, gdn::recurrence_fwd runs from that copy over the accepted tokens
 // only (gathered into a compact batch), which is what a decoder without a
-// ring would have done. SPEC.md promises that the folded state equals it bit
-// for bit (float ring) and that verify's outputs of the accepted tokens equal
-// the forward's; both are compared on host copies with memcmp, so no code of
+// ring would have done. docs/design.md (section 4) promises that the folded
+// state equals it bit for bit (float ring) and that verify's outputs of the
+// accepted tokens equal the forward's; both are compared on host copies with memcmp, so no code of
 // the library takes part in the comparison.
 
 #include <gdn/gdn.hpp>

@@ -17,7 +17,7 @@ namespace gdn {
 /// between calls that chunk the same tokens the same way.
 inline constexpr int chunk_tokens = 16;
 
-/// \brief Head geometry of one Gated DeltaNet layer (symbols of SPEC.md section 1).
+/// \brief Head geometry of one Gated DeltaNet layer (symbols of docs/design.md, section 1).
 ///
 /// Supported today: `value_head_dim == key_head_dim`, both 64 or 128, and
 /// `num_value_heads % num_key_heads == 0`. Anything else is rejected with

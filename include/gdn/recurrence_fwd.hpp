@@ -22,10 +22,10 @@ namespace gdn {
 /// \brief Run the gated delta recurrence over every token of every sequence and commit the state.
 ///
 /// For sequence b (tokens `[row_offsets[b], row_offsets[b+1])`) and every value
-/// head, starts from pool row `state_slots[b]`, applies SPEC.md section 2 token
-/// by token, writes `out` for every token and writes the final state back to
-/// the same pool row. An empty sequence reads and writes nothing.
-/// Non-blocking: the work is enqueued on `space`.
+/// head, starts from pool row `state_slots[b]`, runs the recurrence of
+/// docs/design.md (section 2) over the sequence's tokens in order, writes `out`
+/// for every token and writes the final state back to the same pool row. An empty sequence reads
+/// and writes nothing. Non-blocking: the work is enqueued on `space`.
 ///
 /// \param space        execution space instance (Kokkos::Cuda, Kokkos::OpenMP, Kokkos::Serial)
 /// \param cfg          head geometry; Dk == Dv in {64, 128}

@@ -23,21 +23,23 @@ namespace gdn {
 /// \brief Fold the first `num_accepted[b]` ring records into the state, for L layers at once.
 ///
 /// For layer l and sequence b with `0 < n = num_accepted[b] <= RING_LEN`,
-/// applies records p = 0 .. n-1 of ring row `ring_rows(l, b)` to pool row
-/// `state_rows(l, b)`: `S = fma(k, u, S*decay)`. With a float ring the result
-/// is bit-identical to `recurrence_fwd` over the first n tokens from the same
-/// state, for float and bf16 pools. A row with n == 0 or n > RING_LEN is
-/// neither read nor written (n > RING_LEN is a row verify already committed).
-/// Non-blocking: the work is enqueued on `space`.
+/// applies records p = 0 .. n-1 of ring row `ring_rows(l, b)`, in order, to
+/// pool row `state_rows(l, b)` (the fold of docs/design.md, section 2, step 4).
+/// With a float ring the result is bit-identical to `recurrence_fwd` over the
+/// first n tokens from the same state, for float and bf16 pools. A row with
+/// n == 0 or n > RING_LEN is neither read nor written (n > RING_LEN is a row
+/// verify already committed). Non-blocking: the work is enqueued on `space`.
 ///
 /// \param space         execution space instance
 /// \param cfg           head geometry; Dk == Dv in {64, 128}
 /// \param state_rows    [L, B] pool row of layer l, sequence b
-/// \param state         [slots, nv, Dk, Dv] LayoutRight float or gdn::bf16 pool (all layers' rows)
+/// \param state         [slots, nv, Dk, Dv] LayoutRight float or gdn::bf16 pool
+///                      (all layers' rows)
 /// \param ring_rows     [L, B] ring row of layer l, sequence b
-/// \param ring          [ring_rows, nk, RING_LEN, record_stride] LayoutRight float or gdn::bf16,
-/// read only \param num_accepted  [B] accepted tokens of each sequence \throws gdn::InvalidArgument
-/// for a bad geometry or shape (before any launch); with
+/// \param ring          [ring_rows, nk, RING_LEN, record_stride] LayoutRight float or
+///                      gdn::bf16, read only
+/// \param num_accepted  [B] accepted tokens of each sequence
+/// \throws gdn::InvalidArgument for a bad geometry or shape (before any launch); with
 ///         index checking on, also for out-of-range or conflicting rows.
 template <class ExecSpace, class StateView, class RingView>
 void state_fold(

@@ -2,9 +2,9 @@
 #define GDN_TESTS_REFERENCE_HPP
 
 // A deliberately simple float64 reference of the gated delta recurrence
-// (SPEC.md section 2), independent of the library: plain loops, no tiling,
-// no shared code with include/gdn. Tests compare the kernels against it
-// within stated tolerances.
+// (the mathematics of docs/design.md, section 2), independent of the
+// library: plain loops, no tiling, no shared code with include/gdn. Tests
+// compare the kernels against it within stated tolerances.
 
 #include <cstdint>
 #include <vector>

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""perf/targets.py, perf/render.py and perf/sass_breakdown.py on made-up inputs whose answers
-are known (a benchmark JSON; an ncu source CSV with its disassembly)."""
+"""perf/targets.py, perf/render.py (also --summary) and perf/sass_breakdown.py on made-up inputs
+whose answers are known (a benchmark JSON; an ncu source CSV with its disassembly)."""
 import csv
 import gzip
 import json
@@ -94,6 +94,49 @@ with tempfile.TemporaryDirectory() as tmp:
         failures.append("render.py: a gpu_us column or note without gpu_us in the JSON")
     if "copy_us" in text:
         failures.append("render.py: a copy_us column or note without copy_us in the JSON")
+
+# perf/render.py --summary: the short tables of docs/performance.md, written between the markers
+# of the JSON's file name and nowhere else. On an "H200" the verify table quotes the reference
+# kernel: 355 us against 177.5 us is 2.00x. Roofline 100 us (1e8 bytes at 1e12 B/s).
+summary_cases = [
+    case("verify/D128/state:float/B:256/T:4", 177.5, 1e8),
+    case("verify/D128/state:float/B:128/T:4", 1.0, 1e8),  # not the headline batch: left out
+    case("fwd/D128/state:bf16/B:256/T:1", 125.0, 1e8),
+    case("fold/D128/state:float/L:36/B:256/T:2", 1250.0, 1e9),
+]
+summary_data = {"context": {"copy_bw": "1e12", "fp32_peak": "1e15", "device": "NVIDIA H200",
+                            "backend": "Cuda"}, "benchmarks": summary_cases}
+with tempfile.TemporaryDirectory() as tmp:
+    path = os.path.join(tmp, "bench_x.json")
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump(summary_data, f)
+    page = os.path.join(tmp, "page.md")
+    before = "# page\n\nintro\n\n<!-- generated from bench_x.json by perf/report.sh: begin -->\n"
+    after = "<!-- generated from bench_x.json: end -->\n\noutro\n"
+    with open(page, "w", encoding="utf-8") as f:
+        f.write(before + "stale\n" + after)
+    render_py = os.path.join(ROOT, "perf", "render.py")
+    for _ in range(2):  # a second run replaces its own block
+        subprocess.run([sys.executable, render_py, "--summary", path, page], check=True)
+    text = open(page, encoding="utf-8").read()
+    rows = [l.replace(" ", "") for l in text.splitlines()]
+    if not (text.startswith(before) and text.endswith(after)) or "stale" in text:
+        failures.append("render.py --summary: text outside the markers changed, or the block "
+                        "was not replaced:\n" + text)
+    if text.count("**verify**") != 1:
+        failures.append("render.py --summary: not one verify table after two runs")
+    for want in ("|float|4|177.5|100.0|56.3%|355|2.00x|", "|bf16|125.0|100.0|80.0%|",
+                 "|float|36|1250us,80.0%|"):
+        if want not in rows:
+            failures.append(f"render.py --summary: no row {want}:\n{text}")
+    if any(r.startswith("|float|4|1.0|") for r in rows):
+        failures.append("render.py --summary: a case outside B = 256 in the tables")
+    with open(page, "w", encoding="utf-8") as f:
+        f.write("# a page without markers\n")
+    r = subprocess.run([sys.executable, render_py, "--summary", path, page],
+                       capture_output=True, text=True)
+    if r.returncode == 0 or "no block marked" not in r.stderr:
+        failures.append("render.py --summary: a page without markers was not refused")
 
 # perf/sass_breakdown.py --lines: five instructions, 10 work items. The disassembly (nvdisasm -gi
 # form) puts each under its chain of inlined calls; ncu's CSV writes branch targets as addresses,
