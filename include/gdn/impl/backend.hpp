@@ -45,6 +45,9 @@ struct TeamShape {
   static constexpr int col_groups = 1;  ///< lane groups per team
   static constexpr int cols = 64;       ///< columns per thread
   static constexpr int min_teams = 1;   ///< launch bound: resident teams per SM (GPU)
+  /// Teams to launch for `items` work items: one per item (the host's
+  /// dynamic scheduling balances them).
+  static long long league(const ExecSpace&, long long items) { return items; }
 };
 
 #if defined(KOKKOS_ENABLE_CUDA)
@@ -55,7 +58,15 @@ struct TeamShape<Kokkos::Cuda> {
   static constexpr int lanes = 8;
   static constexpr int col_groups = 16;
   static constexpr int cols = 4;
-  static constexpr int min_teams = 4;
+  static constexpr int min_teams = 3;
+  /// Persistent teams (as many as the launch bound keeps resident), each
+  /// looping over items, so that a team can prefetch its next item's state
+  /// while it computes (prefetch_l2).
+  static long long league(const Kokkos::Cuda& space, long long items) {
+    const long long resident =
+        static_cast<long long>(space.cuda_device_prop().multiProcessorCount) * min_teams;
+    return items < resident ? items : resident;
+  }
 };
 #endif
 
@@ -89,6 +100,27 @@ KOKKOS_FORCEINLINE_FUNCTION float* align16(float* p) {
   return p + static_cast<int>(((16u - misalign) & 15u) / 4u);
 }
 
+/// CUDA: bring the cache line holding `p` into L2 (a hint: no register, no
+/// wait). Elsewhere nothing.
+KOKKOS_FORCEINLINE_FUNCTION void prefetch_l2(const void* p) {
+#if defined(__CUDA_ARCH__)
+  asm volatile("prefetch.global.L2 [%0];" ::"l"(p));
+#else
+  (void)p;
+#endif
+}
+
+/// Each of a team's `threads` threads (`rank`) prefetches into L2 its share of
+/// a `rows` x `row_bytes` tile whose rows start `pitch` bytes apart.
+KOKKOS_FORCEINLINE_FUNCTION void prefetch_tile_l2(const void* tile, int rows, int row_bytes,
+                                                  long pitch, int rank, int threads) {
+  constexpr int kLine = 128;
+  const int per_row = (row_bytes + kLine - 1) / kLine;
+  for (int e = rank; e < rows * per_row; e += threads) {
+    prefetch_l2(static_cast<const char*>(tile) + (e / per_row) * pitch + (e % per_row) * kLine);
+  }
+}
+
 /// Four consecutive floats of team scratch (`p` 16-byte aligned on CUDA).
 KOKKOS_FORCEINLINE_FUNCTION void load4(const float* p, float (&d)[4]) {
 #if defined(__CUDA_ARCH__)
@@ -116,11 +148,12 @@ KOKKOS_FORCEINLINE_FUNCTION void load_frag(const float* p, float (&d)[N]) {
       d[4 * q + 2] = x.z;
       d[4 * q + 3] = x.w;
     }
-    return;
-  }
+  } else
 #endif
-  GDN_SIMD
-  for (int n = 0; n < N; ++n) d[n] = p[n];
+  {
+    GDN_SIMD
+    for (int n = 0; n < N; ++n) d[n] = p[n];
+  }
 }
 
 template <int N>
@@ -135,11 +168,12 @@ KOKKOS_FORCEINLINE_FUNCTION void load_frag(const bf16* p, float (&d)[N]) {
       d[4 * q + 2] = bits_to_float(x.y << 16);
       d[4 * q + 3] = bits_to_float(x.y & 0xffff0000u);
     }
-    return;
-  }
+  } else
 #endif
-  GDN_SIMD
-  for (int n = 0; n < N; ++n) d[n] = to_float(p[n]);
+  {
+    GDN_SIMD
+    for (int n = 0; n < N; ++n) d[n] = to_float(p[n]);
+  }
 }
 
 template <int N>
@@ -150,11 +184,12 @@ KOKKOS_FORCEINLINE_FUNCTION void store_frag(float* p, const float (&s)[N]) {
     for (int q = 0; q < N / 4; ++q) {
       reinterpret_cast<float4*>(p)[q] = make_float4(s[4 * q], s[4 * q + 1], s[4 * q + 2], s[4 * q + 3]);
     }
-    return;
-  }
+  } else
 #endif
-  GDN_SIMD
-  for (int n = 0; n < N; ++n) p[n] = s[n];
+  {
+    GDN_SIMD
+    for (int n = 0; n < N; ++n) p[n] = s[n];
+  }
 }
 
 /// Rounds to nearest even with the software rule of bf16.hpp on every
@@ -172,10 +207,11 @@ KOKKOS_FORCEINLINE_FUNCTION void store_frag(bf16* p, const float (&s)[N]) {
             (unsigned(float_to_bf16_bits(s[4 * q + 3])) << 16);
       reinterpret_cast<uint2*>(p)[q] = x;
     }
-    return;
-  }
+  } else
 #endif
-  for (int n = 0; n < N; ++n) p[n] = bf16(s[n]);
+  {
+    for (int n = 0; n < N; ++n) p[n] = bf16(s[n]);
+  }
 }
 
 /// \brief Sum `v[0 .. 2*Lanes/2)` over the `Lanes` consecutive warp lanes of a
@@ -210,6 +246,28 @@ KOKKOS_FORCEINLINE_FUNCTION float lane_reduce_scatter(float (&v)[N], int lane) {
   (void)lane;
   return v[0];
 #endif
+}
+
+/// The warp lanes of team thread `rank`'s lane group, as a shuffle mask
+/// (the team's threads are consecutive warp lanes). Host: unused.
+template <int Lanes>
+KOKKOS_FORCEINLINE_FUNCTION unsigned group_mask(int rank) {
+  return Lanes >= 32 ? 0xffffffffu : ((1u << Lanes) - 1u) << ((rank % 32) / Lanes * Lanes);
+}
+
+/// Sum of `v` over the `Lanes` consecutive warp lanes of a lane group (xor
+/// butterfly at distances Lanes/2, ..., 1: a + b and b + a are the same bits,
+/// so every lane ends with the same sum). The group's lanes call it together
+/// (`mask` = group_mask); other groups of the warp need not. Host: `v`.
+template <int Lanes>
+KOKKOS_FORCEINLINE_FUNCTION float lane_all_sum(float v, unsigned mask) {
+#if defined(__CUDA_ARCH__)
+  GDN_UNROLL
+  for (int off = Lanes / 2; off > 0; off /= 2) v += __shfl_xor_sync(mask, v, off);
+#else
+  (void)mask;
+#endif
+  return v;
 }
 
 }  // namespace Impl

@@ -17,9 +17,10 @@
 /// Every operation is an explicit `fmaf`, or a single multiply, add, square
 /// root or division whose result does not feed an add, so contraction by the
 /// compiler (`-ffp-contract`, nvcc `--fmad`) has nothing to change: the bits
-/// depend only on the order written here. Steps 2-4 and the norms are the same
-/// code on every backend (one thread computes each value), so they give the
-/// same bits everywhere; step 1's order is fixed per backend by TeamShape.
+/// depend only on the order written here. The sums over a head dimension
+/// (step 1, the Gram entries, the norms) are split over a lane group, an
+/// order fixed per backend by TeamShape; everything else is one thread per
+/// value, the same code on every backend.
 
 #include <gdn/impl/backend.hpp>
 
@@ -30,21 +31,25 @@
 namespace gdn {
 namespace Impl {
 
-/// `sum_i x[i] * y[i]` over `D` floats: four partial sums (element i into
-/// partial i % 4, in order), combined as (p0 + p1) + (p2 + p3). One thread,
-/// one fixed order: the Gram entries and the norms.
-template <int D>
-KOKKOS_FORCEINLINE_FUNCTION float dot_fixed(const float* x, const float* y) {
-  static_assert(D % 4 == 0, "four partial sums");
+/// `sum_i x[i] * y[i]` over `D` floats by a lane group: lane `l` sums its
+/// rows `lane_row<Lanes>(l, i)` (i ascending, element i into partial i % 4,
+/// partials combined as (p0 + p1) + (p2 + p3)), then lane_all_sum. Every lane
+/// of the group ends with the same bits. The Gram entries and the norms.
+template <int Lanes, int D>
+KOKKOS_FORCEINLINE_FUNCTION float group_dot(const float* x, const float* y, int lane,
+                                            unsigned mask) {
+  constexpr int kRows = D / Lanes;
+  static_assert(kRows % 4 == 0, "four partial sums");
   float p[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-  for (int i = 0; i < D; i += 4) {
+  GDN_UNROLL
+  for (int i = 0; i < kRows; i += 4) {
     float a[4], b[4];
-    load4(x + i, a);
-    load4(y + i, b);
+    load4(x + lane_row<Lanes>(lane, i), a);
+    load4(y + lane_row<Lanes>(lane, i), b);
     GDN_UNROLL
     for (int e = 0; e < 4; ++e) p[e] = fmaf(a[e], b[e], p[e]);
   }
-  return (p[0] + p[1]) + (p[2] + p[3]);
+  return lane_all_sum<Lanes>((p[0] + p[1]) + (p[2] + p[3]), mask);
 }
 
 /// `num / sqrt(sum_sq + 1e-6)`: a key's inverse norm (num = 1) or a query's
@@ -77,7 +82,7 @@ struct ChunkScratch {
   static constexpr int kPad4 = (C + 3) / 4 * 4;
   static constexpr int kCoef = C * C;
   /// Floats of scratch used (every region starts 16-byte aligned).
-  static constexpr int floats() { return 2 * kVec + 4 * kTile + 5 * kPad4 + 2 * ((kCoef + 3) / 4 * 4); }
+  static constexpr int kFloats = 2 * kVec + 4 * kTile + 5 * kPad4 + 2 * ((kCoef + 3) / 4 * 4);
 
   float* k;
   float* q;
@@ -93,7 +98,7 @@ struct ChunkScratch {
   float* akk;
   float* akq;
 
-  /// Carve the regions out of `base` (16-byte aligned, floats() long).
+  /// Carve the regions out of `base` (16-byte aligned, kFloats long).
   KOKKOS_INLINE_FUNCTION explicit ChunkScratch(float* base) {
     k = base;
     q = k + kVec;
@@ -111,26 +116,42 @@ struct ChunkScratch {
   }
 };
 
-/// Step 2 and the norms for token pair `(j, i)` of a chunk (i <= j < n): the
-/// thread that runs it writes `akk(j, i)` (i < j) and `akq(j, i)`; for
-/// i == j also `kinv_j`, `qf_j` and `Gam_j`. Reads the staged k, q, a.
-template <int Dk, int C>
+/// Step 2 and the norms for token pair `(j, i)` of a chunk (i <= j < n), by
+/// one lane group (its lanes call it together): lane 0 writes `akk(j, i)`
+/// (i < j) and `akq(j, i)`; for i == j also `kinv_j`, `qf_j` and `Gam_j`.
+/// Reads the staged k, q, a.
+template <int Lanes, int Dk, int C>
 KOKKOS_FORCEINLINE_FUNCTION void chunk_coefficients(const ChunkScratch<Dk, C>& s, int j, int i,
-                                                    float q_scale) {
+                                                    int lane, unsigned mask, float q_scale) {
   const float* kj = s.k + j * Dk;
   const float* ki = s.k + i * Dk;
+  const float* qj = s.q + j * Dk;
+  const float kq = group_dot<Lanes, Dk>(ki, qj, lane, mask);
+  const float kk = i < j ? group_dot<Lanes, Dk>(ki, kj, lane, mask) : 0.0f;
+  float kn = 0.0f, qn = 0.0f;
+  if (i == j) {
+    kn = group_dot<Lanes, Dk>(kj, kj, lane, mask);
+    qn = group_dot<Lanes, Dk>(qj, qj, lane, mask);
+  }
+  if (lane != 0) return;
   float g = 1.0f;  // g(j, i) = a_{i+1} * ... * a_j, left to right
   for (int m = i + 1; m <= j; ++m) g = g * s.a[m];
-  if (i < j) s.akk[j * C + i] = g * dot_fixed<Dk>(ki, kj);
-  s.akq[j * C + i] = g * dot_fixed<Dk>(ki, s.q + j * Dk);
+  if (i < j) s.akk[j * C + i] = g * kk;
+  s.akq[j * C + i] = g * kq;
   if (i == j) {
-    s.kinv[j] = norm_factor(dot_fixed<Dk>(kj, kj), 1.0f);
-    s.qf[j] = norm_factor(dot_fixed<Dk>(s.q + j * Dk, s.q + j * Dk), q_scale);
+    s.kinv[j] = norm_factor(kn, 1.0f);
+    s.qf[j] = norm_factor(qn, q_scale);
     float gam = s.a[0];  // Gam_j = a_0 * ... * a_j, left to right
     for (int m = 1; m <= j; ++m) gam = gam * s.a[m];
     s.gam[j] = gam;
   }
 }
+
+/// Columns a thread sums or folds together: all of its columns on a GPU
+/// (registers), blocks of 16 (one 512-bit vector) on the host, whose tile
+/// lives in L1. Only the loop order depends on it, never a sum's order.
+template <int Cols>
+constexpr int kColBlock = Cols < 16 ? Cols : 16;
 
 /// Step 1 for one token: this thread's partial sums of `P[:, j]` and
 /// `R[:, j]` over its fragment rows (in row order), summed over the lane
@@ -140,53 +161,83 @@ KOKKOS_FORCEINLINE_FUNCTION void chunk_coefficients(const ChunkScratch<Dk, C>& s
 template <int Lanes, int Rows, int Cols, int Dk, int C>
 KOKKOS_FORCEINLINE_FUNCTION void project(const float (&st)[Rows][Cols], const ChunkScratch<Dk, C>& s,
                                          int j, int lane, int col0) {
+  constexpr int CB = kColBlock<Cols>;
   const float* kj = s.k + j * Dk;
   const float* qj = s.q + j * Dk;
-  float acc[2 * Cols];
-  GDN_SIMD
-  for (int c = 0; c < 2 * Cols; ++c) acc[c] = 0.0f;
   GDN_UNROLL
-  for (int i = 0; i < Rows; i += 4) {
-    float kr[4], qr[4];
-    load4(kj + lane_row<Lanes>(lane, i), kr);
-    load4(qj + lane_row<Lanes>(lane, i), qr);
+  for (int cb = 0; cb < Cols; cb += CB) {
+    float acc[2 * CB];
     GDN_UNROLL
-    for (int e = 0; e < 4; ++e) {
-      GDN_SIMD
-      for (int c = 0; c < Cols; ++c) {
-        acc[c] = fmaf(st[i + e][c], kr[e], acc[c]);
-        acc[Cols + c] = fmaf(st[i + e][c], qr[e], acc[Cols + c]);
+    GDN_SIMD
+    for (int c = 0; c < 2 * CB; ++c) acc[c] = 0.0f;
+    GDN_UNROLL
+    for (int i = 0; i < Rows; i += 4) {
+      float kr[4], qr[4];
+      load4(kj + lane_row<Lanes>(lane, i), kr);
+      load4(qj + lane_row<Lanes>(lane, i), qr);
+      GDN_UNROLL
+      for (int e = 0; e < 4; ++e) {
+        GDN_UNROLL
+        GDN_SIMD
+        for (int c = 0; c < CB; ++c) {
+          acc[c] = fmaf(st[i + e][cb + c], kr[e], acc[c]);
+          acc[CB + c] = fmaf(st[i + e][cb + c], qr[e], acc[CB + c]);
+        }
       }
     }
-  }
-  if constexpr (Lanes == 1) {
-    GDN_SIMD
-    for (int c = 0; c < Cols; ++c) {
-      s.p[j * kTileCols + col0 + c] = acc[c];
-      s.r[j * kTileCols + col0 + c] = acc[Cols + c];
+    if constexpr (Lanes == 1) {
+      GDN_SIMD
+      for (int c = 0; c < CB; ++c) {
+        s.p[j * kTileCols + col0 + cb + c] = acc[c];
+        s.r[j * kTileCols + col0 + cb + c] = acc[CB + c];
+      }
+    } else {
+      static_assert(CB == Cols, "a GPU thread sums all of its columns at once");
+      const float sum = lane_reduce_scatter<Lanes>(acc, lane);
+      float* dst = lane < Cols ? s.p : s.r;
+      dst[j * kTileCols + col0 + (lane % Cols)] = sum;
     }
-  } else {
-    const float sum = lane_reduce_scatter<Lanes>(acc, lane);
-    float* dst = lane < Cols ? s.p : s.r;
-    dst[j * kTileCols + col0 + (lane % Cols)] = sum;
   }
 }
 
-/// Step 3, delta factors, for tile columns [c0, c1): for j = 0 .. n-1 in order,
-/// `kv = Gam_j * P[c, j] + sum_{i<j} akk(j, i) * u_i[c]` (i ascending, one fma
-/// each) and `u_j[c] = beta_j * (v_j[c] - kv * kinv_j) * kinv_j`.
-template <int Dk, int C>
-KOKKOS_FORCEINLINE_FUNCTION void delta_factors(const ChunkScratch<Dk, C>& s, int n, int c0, int c1) {
-  for (int j = 0; j < n; ++j) {
-    const float gam = s.gam[j], beta = s.beta[j], kinv = s.kinv[j];
-    float* uj = s.u + j * kTileCols;
-    const float* pj = s.p + j * kTileCols;
-    const float* vj = s.v + j * kTileCols;
-    GDN_SIMD
-    for (int c = c0; c < c1; ++c) {
-      float kv = gam * pj[c];
-      for (int i = 0; i < j; ++i) kv = fmaf(s.akk[j * C + i], s.u[i * kTileCols + c], kv);
-      uj[c] = delta_factor(vj[c], kv, beta, kinv);
+/// Step 3, delta factors, for the `NC` tile columns from `c0`:
+/// `kv_j = Gam_j * P[c, j] + sum_{i<j} akk(j, i) * u_i[c]` (i ascending, one fma
+/// each) and `u_j[c] = beta_j * (v_j[c] - kv_j * kinv_j) * kinv_j`. Computed
+/// right-looking: once u_i is known it enters every later kv_j, which adds
+/// the same terms in the same order as the sum written above, while the
+/// dependent chain is only n steps long.
+template <int NC, int Dk, int C>
+KOKKOS_FORCEINLINE_FUNCTION void delta_factors(const ChunkScratch<Dk, C>& s, int n, int c0) {
+  float kv[C][NC];
+  GDN_UNROLL
+  for (int j = 0; j < C; ++j) {
+    if (j < n) {
+      const float gam = s.gam[j];
+      GDN_UNROLL
+      GDN_SIMD
+      for (int c = 0; c < NC; ++c) kv[j][c] = gam * s.p[j * kTileCols + c0 + c];
+    }
+  }
+  GDN_UNROLL
+  for (int i = 0; i < C; ++i) {
+    if (i < n) {
+      const float beta = s.beta[i], kinv = s.kinv[i];
+      float ui[NC];
+      GDN_UNROLL
+      GDN_SIMD
+      for (int c = 0; c < NC; ++c) {
+        ui[c] = delta_factor(s.v[i * kTileCols + c0 + c], kv[i][c], beta, kinv);
+        s.u[i * kTileCols + c0 + c] = ui[c];
+      }
+      GDN_UNROLL
+      for (int j = i + 1; j < C; ++j) {
+        if (j < n) {
+          const float a = s.akk[j * C + i];
+          GDN_UNROLL
+          GDN_SIMD
+          for (int c = 0; c < NC; ++c) kv[j][c] = fmaf(a, ui[c], kv[j][c]);
+        }
+      }
     }
   }
 }
@@ -203,23 +254,45 @@ KOKKOS_FORCEINLINE_FUNCTION float readout(const ChunkScratch<Dk, C>& s, int j, i
 /// Step 4 on a thread's fragment: records j = 0 .. n-1 in order, key rows
 /// from `k + j * k_stride` (this lane's rows), delta factors from
 /// `u + j * u_stride` (this thread's columns), decays `a[j * a_stride]`.
+/// Every element takes the records in the same order; a GPU thread sweeps
+/// its registers once per record, the host applies all records to one
+/// row's block of 16 columns while it is in a register.
 template <int Lanes, int Rows, int Cols>
 KOKKOS_FORCEINLINE_FUNCTION void fold_fragment(float (&st)[Rows][Cols], int lane, int n,
                                                const float* k, int k_stride, const float* u,
                                                int u_stride, const float* a, int a_stride) {
-  for (int j = 0; j < n; ++j) {
-    const float aj = a[j * a_stride];
-    float uj[Cols];
-    GDN_SIMD
-    for (int c = 0; c < Cols; ++c) uj[c] = u[j * u_stride + c];
-    GDN_UNROLL
-    for (int i = 0; i < Rows; i += 4) {
-      float kr[4];
-      load4(k + j * k_stride + lane_row<Lanes>(lane, i), kr);
-      GDN_UNROLL
-      for (int e = 0; e < 4; ++e) {
+  if constexpr (Lanes == 1) {
+    constexpr int CB = kColBlock<Cols>;
+    for (int cb = 0; cb < Cols; cb += CB) {
+      for (int i = 0; i < Rows; ++i) {
+        float x[CB];
         GDN_SIMD
-        for (int c = 0; c < Cols; ++c) st[i + e][c] = fold_record(st[i + e][c], kr[e], uj[c], aj);
+        for (int c = 0; c < CB; ++c) x[c] = st[i][cb + c];
+        for (int j = 0; j < n; ++j) {
+          const float kj = k[j * k_stride + i], aj = a[j * a_stride];
+          const float* uj = u + j * u_stride + cb;
+          GDN_SIMD
+          for (int c = 0; c < CB; ++c) x[c] = fold_record(x[c], kj, uj[c], aj);
+        }
+        GDN_SIMD
+        for (int c = 0; c < CB; ++c) st[i][cb + c] = x[c];
+      }
+    }
+  } else {
+    for (int j = 0; j < n; ++j) {
+      const float aj = a[j * a_stride];
+      float uj[Cols];
+      GDN_UNROLL
+      for (int c = 0; c < Cols; ++c) uj[c] = u[j * u_stride + c];
+      GDN_UNROLL
+      for (int i = 0; i < Rows; i += 4) {
+        float kr[4];
+        load4(k + j * k_stride + lane_row<Lanes>(lane, i), kr);
+        GDN_UNROLL
+        for (int e = 0; e < 4; ++e) {
+          GDN_UNROLL
+          for (int c = 0; c < Cols; ++c) st[i + e][c] = fold_record(st[i + e][c], kr[e], uj[c], aj);
+        }
       }
     }
   }

@@ -45,14 +45,37 @@ struct FoldKernel {
 
   FoldParams<StateT, RingT, M> m;
   int m_batch = 0;
+  int m_items = 0;  // L * B * nv * kTiles
 
   static constexpr int scratch_bytes() { return int(sizeof(float)) * (kScratchFloats + 4); }
   static long long items(long long layers, long long batch, int nv) {
     return layers * batch * nv * kTiles;
   }
 
+  /// Items league_rank, + league_size, ... (persistent teams on CUDA, each
+  /// prefetching its next item's state tile into L2).
   KOKKOS_INLINE_FUNCTION void operator()(const Member& team) const {
-    const int item = team.league_rank();
+    for (int item = team.league_rank(); item < m_items; item += team.league_size()) {
+      const int next = item + team.league_size();
+      if (next < m_items) prefetch_item(team, next);
+      run_item(team, item);
+    }
+  }
+
+  KOKKOS_INLINE_FUNCTION void prefetch_item(const Member& team, int item) const {
+    const int tile = item % kTiles;
+    const int rest = item / kTiles;
+    const int h = rest % m.nv;
+    const int b = (rest / m.nv) % m_batch;
+    const int layer = rest / m.nv / m_batch;
+    const int n = static_cast<int>(m.num_accepted(b));
+    if (n <= 0 || n > m.ring_len) return;
+    prefetch_tile_l2(&m.state(m.state_rows(layer, b), h, 0, tile * kTileCols), Dk,
+                     kTileCols * int(sizeof(StateT)), long(Dk) * long(sizeof(StateT)),
+                     team.team_rank(), kThreads);
+  }
+
+  KOKKOS_INLINE_FUNCTION void run_item(const Member& team, int item) const {
     const int tile = item % kTiles;
     const int rest = item / kTiles;
     const int h = rest % m.nv;
@@ -76,13 +99,14 @@ struct FoldKernel {
 
     StateT* const srow = &m.state(m.state_rows(layer, b), h, 0, tcol + col0);
     float st[kRows][kCols];
+    GDN_UNROLL
     for (int i = 0; i < kRows; ++i) load_frag<kCols>(srow + lane_row<kLanes>(lane, i) * Dk, st[i]);
 
     const int uoff = Dk + g * Dk + tcol;
     const int aoff = Dk + m.group * Dk + g;
     for (int p0 = 0; p0 < n; p0 += kC) {
       const int cnt = n - p0 < kC ? n - p0 : kC;
-      if (p0 > 0) team.team_barrier();
+      team.team_barrier();  // the last records' (or item's) readers are done with scratch
       for (int e = rank; e < cnt * Dk; e += kThreads) {
         const int j = e / Dk, i = e % Dk;
         sk[e] = to_float(m.ring(rrow, kh, p0 + j, i));
@@ -95,6 +119,7 @@ struct FoldKernel {
       team.team_barrier();
       fold_fragment<kLanes>(st, lane, cnt, sk, Dk, su + col0, kTileCols, sa, 1);
     }
+    GDN_UNROLL
     for (int i = 0; i < kRows; ++i) store_frag<kCols>(srow + lane_row<kLanes>(lane, i) * Dk, st[i]);
   }
 };

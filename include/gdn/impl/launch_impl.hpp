@@ -23,11 +23,12 @@
 namespace gdn {
 namespace Impl {
 
+/// Launches `kernel` over `kernel.m_items` work items (TeamShape::league teams).
 template <class Kernel, class ExecSpace>
-void launch_team_kernel(const char* label, const ExecSpace& space, long long league,
-                        Kernel&& kernel) {
+void launch_team_kernel(const char* label, const ExecSpace& space, Kernel&& kernel) {
   using K = std::decay_t<Kernel>;
-  if (league == 0) return;
+  if (kernel.m_items == 0) return;
+  const long long league = TeamShape<ExecSpace>::league(space, kernel.m_items);
   typename K::Policy policy(space, static_cast<int>(league), K::kThreads);
   policy.set_scratch_size(0, Kokkos::PerTeam(K::scratch_bytes()));
   Kokkos::parallel_for(label, policy, kernel);
@@ -81,8 +82,8 @@ void launch_recurrence(const char* label, const ExecSpace& space, const HeadConf
   const long long batch = static_cast<long long>(p.slots.extent(0));
   with_head_dim(cfg.key_head_dim, [&](auto dk) {
     using Kernel = RecurrenceKernel<ExecSpace, StateT, RingT, decltype(dk)::value, Verify>;
-    Kernel k{p};
-    launch_team_kernel(label, space, Kernel::items(batch, p.nv), k);
+    Kernel k{p, static_cast<int>(Kernel::items(batch, p.nv))};  // <= INT_MAX / 2 (check_league)
+    launch_team_kernel(label, space, k);
   });
 }
 
@@ -198,11 +199,10 @@ void RingLauncher<ExecSpace, StateT, RingT>::fold(
   p.ring_len = static_cast<int>(ring.extent(2));
   with_head_dim(cfg.key_head_dim, [&](auto dk) {
     using Kernel = FoldKernel<ExecSpace, StateT, RingT, decltype(dk)::value>;
-    Kernel k{p, static_cast<int>(batch)};
-    launch_team_kernel("gdn::state_fold::kernel", space,
-                       Kernel::items(static_cast<long long>(layers), static_cast<long long>(batch),
-                                     p.nv),
-                       k);
+    const long long items =
+        Kernel::items(static_cast<long long>(layers), static_cast<long long>(batch), p.nv);
+    Kernel k{p, static_cast<int>(batch), static_cast<int>(items)};  // <= INT_MAX / 2 (checked)
+    launch_team_kernel("gdn::state_fold::kernel", space, k);
   });
 }
 

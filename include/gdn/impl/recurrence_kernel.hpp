@@ -19,10 +19,10 @@
 /// holds 16 rows x 4 columns at Dk = 128; host one thread, the whole tile)
 /// from the first chunk to the last: the state is read once and written at
 /// most once. Per chunk of `chunk_tokens` tokens: the team stages k, q, the
-/// tile's v, decay and beta in scratch; each thread computes token pairs'
-/// step-2 coefficients and norms (one thread each); every thread projects its
-/// fragment on each token's k and q (step 1, lane groups reduce); threads
-/// take tile columns for step 3's delta factors (sequential in j) and
+/// tile's v, decay and beta in scratch; every thread projects its
+/// fragment on each token's k and q (step 1, lane groups reduce); lane
+/// groups take token pairs for step 2's Gram entries and norms; threads take
+/// tile columns for step 3's delta factors (sequential in j) and
 /// (token, column) pairs for the readout; verify writes the records;
 /// step 4 folds the chunk into the registers if the state goes on.
 
@@ -53,16 +53,39 @@ struct RecurrenceKernel {
   using ScratchView =
       Kokkos::View<float*, typename ExecSpace::scratch_memory_space, Kokkos::MemoryUnmanaged>;
   static_assert(Dk % kTileCols == 0 && kRows % 4 == 0, "head dim: a multiple of 64");
+  static_assert(kTileCols % kThreads == 0 || kThreads % kTileCols == 0,
+                "step 3 shares the tile's columns evenly");
 
   RecurrenceParams<StateT, RingT, M> m;
+  int m_items = 0;  // B * nv * kTiles
 
   /// Team scratch in bytes (16 bytes of slack for alignment).
-  static constexpr int scratch_bytes() { return int(sizeof(float)) * (Scratch::floats() + 4); }
+  static constexpr int scratch_bytes() { return int(sizeof(float)) * (Scratch::kFloats + 4); }
   /// Work items (teams) of a batch of B sequences.
   static long long items(long long batch, int nv) { return batch * nv * kTiles; }
 
+  /// Items league_rank, + league_size, ...: on the host one item per team;
+  /// on CUDA persistent teams, each prefetching its next item's state tile
+  /// into L2 while it computes the current one.
   KOKKOS_INLINE_FUNCTION void operator()(const Member& team) const {
-    const int item = team.league_rank();
+    for (int item = team.league_rank(); item < m_items; item += team.league_size()) {
+      const int next = item + team.league_size();
+      if (next < m_items) prefetch_item(team, next);
+      run_item(team, item);
+    }
+  }
+
+  KOKKOS_INLINE_FUNCTION void prefetch_item(const Member& team, int item) const {
+    const int tile = item % kTiles;
+    const int h = (item / kTiles) % m.nv;
+    const int b = item / kTiles / m.nv;
+    if (m.in.row_offsets(b + 1) == m.in.row_offsets(b)) return;
+    prefetch_tile_l2(&m.state(m.slots(b), h, 0, tile * kTileCols), Dk,
+                     kTileCols * int(sizeof(StateT)), long(Dk) * long(sizeof(StateT)),
+                     team.team_rank(), kThreads);
+  }
+
+  KOKKOS_INLINE_FUNCTION void run_item(const Member& team, int item) const {
     const int tile = item % kTiles;
     const int bh = item / kTiles;
     const int h = bh % m.nv;
@@ -75,29 +98,32 @@ struct RecurrenceKernel {
     const int g = h % m.group;
     const int rank = team.team_rank();
     const int lane = rank % kLanes;
-    const int col0 = (rank / kLanes) * kCols;  // this thread's first tile column
+    const int cg = rank / kLanes;              // lane group
+    const int col0 = cg * kCols;               // this thread's first tile column
+    const unsigned mask = group_mask<kLanes>(rank);
     const int tcol = tile * kTileCols;         // the tile's first column in the head
 
-    ScratchView raw(team.team_scratch(0), Scratch::floats() + 4);
+    ScratchView raw(team.team_scratch(0), Scratch::kFloats + 4);
     const Scratch s(align16(raw.data()));
 
     StateT* const srow = &m.state(m.slots(b), h, 0, tcol + col0);  // row 0 of the fragment
     float st[kRows][kCols];
+    GDN_UNROLL
     for (int i = 0; i < kRows; ++i) load_frag<kCols>(srow + lane_row<kLanes>(lane, i) * Dk, st[i]);
 
     for (int c0 = 0; c0 < len; c0 += kC) {
       const int n = len - c0 < kC ? len - c0 : kC;
-      if (c0 > 0) team.team_barrier();  // the last chunk's readers are done with scratch
+      team.team_barrier();  // the last chunk's (or item's) readers are done with scratch
       stage(team, s, t0 + c0, n, h, kh, tcol);
       team.team_barrier();
-      for (int e = rank; e < n * n; e += kThreads) {
+      for (int e = cg; e < n * n; e += Traits::col_groups) {  // token pairs, a lane group each
         const int j = e / n, i = e % n;
-        if (i <= j) chunk_coefficients(s, j, i, m.q_scale);
+        if (i <= j) chunk_coefficients<kLanes>(s, j, i, lane, mask, m.q_scale);
       }
       for (int j = 0; j < n; ++j) project<kLanes>(st, s, j, lane, col0);
       team.team_barrier();
       constexpr int kPer = (kTileCols + kThreads - 1) / kThreads;  // columns per thread, step 3
-      if (rank * kPer < kTileCols) delta_factors(s, n, rank * kPer, rank * kPer + kPer);
+      if (rank * kPer < kTileCols) delta_factors<kPer>(s, n, rank * kPer);
       team.team_barrier();
       for (int e = rank; e < n * kTileCols; e += kThreads) {
         const int j = e / kTileCols, c = e % kTileCols;
@@ -109,6 +135,7 @@ struct RecurrenceKernel {
       }
     }
     if (!record) {
+      GDN_UNROLL
       for (int i = 0; i < kRows; ++i) store_frag<kCols>(srow + lane_row<kLanes>(lane, i) * Dk, st[i]);
     }
   }
