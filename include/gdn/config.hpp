@@ -43,7 +43,8 @@ struct HeadConfig {
 /// \brief The per-token inputs of one layer over a ragged batch.
 ///
 /// Sequence `b` owns the flat tokens `[row_offsets[b], row_offsets[b+1])`.
-/// Every 2-D view may have arbitrary strides (`LayoutStride`).
+/// Every member is a `LayoutStride` view: a `LayoutLeft`, `LayoutRight` or
+/// strided view of any of them converts to it, on every backend.
 template <class MemorySpace>
 struct TokenInputs {
   /// [tokens, conv_dim]: query at `kh*Dk + i`, key at `key_dim + kh*Dk + i`,
@@ -54,7 +55,7 @@ struct TokenInputs {
   /// [tokens, nv]: beta, already through the sigmoid.
   Kokkos::View<const float**, Kokkos::LayoutStride, MemorySpace> beta;
   /// [B+1]: non-decreasing, `row_offsets[0] == 0`.
-  Kokkos::View<const std::uint32_t*, MemorySpace> row_offsets;
+  Kokkos::View<const std::uint32_t*, Kokkos::LayoutStride, MemorySpace> row_offsets;
 };
 
 }  // namespace gdn

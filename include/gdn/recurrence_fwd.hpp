@@ -30,22 +30,23 @@ namespace gdn {
 /// \param space        execution space instance (Kokkos::Cuda, Kokkos::OpenMP, Kokkos::Serial)
 /// \param cfg          head geometry; Dk == Dv in {64, 128}
 /// \param inputs       qkv [tokens, conv_dim], decay and beta [tokens, nv], row_offsets [B+1]
-/// \param state_slots  [B] pool row of each sequence
+/// \param state_slots  [B] pool row of each sequence: a std::uint32_t view (const or not),
+///                     LayoutLeft, LayoutRight or LayoutStride
 /// \param state        [slots, nv, Dk, Dv] LayoutRight pool of float or gdn::bf16, read and written
 /// \param out          [tokens, value_dim] float, any layout; written for every token of every row
 /// \throws gdn::InvalidArgument (a std::invalid_argument) for a bad head geometry or
 ///         view shape, before anything is launched; with index checking on
 ///         (checking.hpp) also for bad offsets or slots.
-template <class ExecSpace, class StateView, class OutView>
-void recurrence_fwd(
-    const ExecSpace& space, const HeadConfig& cfg,
-    const TokenInputs<typename ExecSpace::memory_space>& inputs,
-    const Kokkos::View<const std::uint32_t*, typename ExecSpace::memory_space>& state_slots,
-    const StateView& state, const OutView& out) {
+template <class ExecSpace, class SlotsView, class StateView, class OutView>
+void recurrence_fwd(const ExecSpace& space, const HeadConfig& cfg,
+                    const TokenInputs<typename ExecSpace::memory_space>& inputs,
+                    const SlotsView& state_slots, const StateView& state, const OutView& out) {
   using M = typename ExecSpace::memory_space;
   static_assert(
       Kokkos::is_execution_space<ExecSpace>::value,
       "gdn::recurrence_fwd: the first argument must be a Kokkos execution space instance");
+  GDN_IMPL_STATIC_ASSERT_INDEX_VIEW("gdn::recurrence_fwd", "state_slots", 1, "[B]", ExecSpace,
+                                    SlotsView);
   static_assert(Kokkos::is_view<StateView>::value,
                 "gdn::recurrence_fwd: state must be a Kokkos::View");
   using SP = Impl::PoolViewTraits<ExecSpace, StateView>;
@@ -64,8 +65,9 @@ void recurrence_fwd(
                 "gdn::recurrence_fwd: out must live in ExecSpace::memory_space");
   Impl::ScopedRegion region("gdn::recurrence_fwd");
   using StateT = typename SP::value_type;
-  Impl::FwdLauncher<ExecSpace, StateT>::run(
-      space, cfg, inputs, state_slots, Impl::PoolView<StateT, M>(state), Impl::OutView<M>(out));
+  Impl::FwdLauncher<ExecSpace, StateT>::run(space, cfg, inputs, Impl::IndexView<M>(state_slots),
+                                            Impl::PoolView<StateT, M>(state),
+                                            Impl::OutView<M>(out));
 }
 
 }  // namespace gdn

@@ -30,6 +30,9 @@ namespace gdn {
 /// n == 0 or n > RING_LEN is neither read nor written (n > RING_LEN is a row
 /// verify already committed). Non-blocking: the work is enqueued on `space`.
 ///
+/// The three index arguments are std::uint32_t views (const or not) in any of
+/// LayoutLeft, LayoutRight and LayoutStride, on every backend.
+///
 /// \param space         execution space instance
 /// \param cfg           head geometry; Dk == Dv in {64, 128}
 /// \param state_rows    [L, B] pool row of layer l, sequence b
@@ -41,17 +44,20 @@ namespace gdn {
 /// \param num_accepted  [B] accepted tokens of each sequence
 /// \throws gdn::InvalidArgument for a bad geometry or shape (before any launch); with
 ///         index checking on, also for out-of-range or conflicting rows.
-template <class ExecSpace, class StateView, class RingView>
-void state_fold(
-    const ExecSpace& space, const HeadConfig& cfg,
-    const Kokkos::View<const std::uint32_t**, typename ExecSpace::memory_space>& state_rows,
-    const StateView& state,
-    const Kokkos::View<const std::uint32_t**, typename ExecSpace::memory_space>& ring_rows,
-    const RingView& ring,
-    const Kokkos::View<const std::uint32_t*, typename ExecSpace::memory_space>& num_accepted) {
+template <class ExecSpace, class StateRowsView, class StateView, class RingRowsView, class RingView,
+          class AcceptedView>
+void state_fold(const ExecSpace& space, const HeadConfig& cfg, const StateRowsView& state_rows,
+                const StateView& state, const RingRowsView& ring_rows, const RingView& ring,
+                const AcceptedView& num_accepted) {
   using M = typename ExecSpace::memory_space;
   static_assert(Kokkos::is_execution_space<ExecSpace>::value,
                 "gdn::state_fold: the first argument must be a Kokkos execution space instance");
+  GDN_IMPL_STATIC_ASSERT_INDEX_VIEW("gdn::state_fold", "state_rows", 2, "[L, B]", ExecSpace,
+                                    StateRowsView);
+  GDN_IMPL_STATIC_ASSERT_INDEX_VIEW("gdn::state_fold", "ring_rows", 2, "[L, B]", ExecSpace,
+                                    RingRowsView);
+  GDN_IMPL_STATIC_ASSERT_INDEX_VIEW("gdn::state_fold", "num_accepted", 1, "[B]", ExecSpace,
+                                    AcceptedView);
   static_assert(Kokkos::is_view<StateView>::value, "gdn::state_fold: state must be a Kokkos::View");
   using SP = Impl::PoolViewTraits<ExecSpace, StateView>;
   static_assert(SP::rank_ok, "gdn::state_fold: state must have rank 4 [slots, nv, Dk, Dv]");
@@ -71,8 +77,9 @@ void state_fold(
   using StateT = typename SP::value_type;
   using RingT = typename RP::value_type;
   Impl::RingLauncher<ExecSpace, StateT, RingT>::fold(
-      space, cfg, state_rows, Impl::PoolView<StateT, M>(state), ring_rows,
-      Kokkos::View<const RingT****, Kokkos::LayoutRight, M>(ring), num_accepted);
+      space, cfg, Impl::IndexTable<M>(state_rows), Impl::PoolView<StateT, M>(state),
+      Impl::IndexTable<M>(ring_rows), Kokkos::View<const RingT****, Kokkos::LayoutRight, M>(ring),
+      Impl::IndexView<M>(num_accepted));
 }
 
 }  // namespace gdn

@@ -35,27 +35,31 @@ namespace gdn {
 /// \param space        execution space instance
 /// \param cfg          head geometry; Dk == Dv in {64, 128}
 /// \param inputs       qkv [tokens, conv_dim], decay and beta [tokens, nv], row_offsets [B+1]
-/// \param state_slots  [B] pool row of each sequence
+/// \param state_slots  [B] pool row of each sequence: a std::uint32_t view (const or not),
+///                     LayoutLeft, LayoutRight or LayoutStride
 /// \param state        [slots, nv, Dk, Dv] LayoutRight float or gdn::bf16 pool
 /// \param out          [tokens, value_dim] float, any layout
-/// \param ring_slots   [B] ring row of each sequence
+/// \param ring_slots   [B] ring row of each sequence, any of the layouts of state_slots
 /// \param ring         [ring_rows, nk, RING_LEN, record_stride] LayoutRight float or gdn::bf16;
 ///                     record_stride >= ring_record_elements(Dk, Dv, G). A bf16 ring
 ///                     rounds k, u and decay, so a fold from it is not bit-exact.
 /// \throws gdn::InvalidArgument for a bad geometry or shape (before any launch); with
 ///         index checking on, also for bad offsets, slots or ring slots.
-template <class ExecSpace, class StateView, class OutView, class RingView>
-void recurrence_verify_ring(
-    const ExecSpace& space, const HeadConfig& cfg,
-    const TokenInputs<typename ExecSpace::memory_space>& inputs,
-    const Kokkos::View<const std::uint32_t*, typename ExecSpace::memory_space>& state_slots,
-    const StateView& state, const OutView& out,
-    const Kokkos::View<const std::uint32_t*, typename ExecSpace::memory_space>& ring_slots,
-    const RingView& ring) {
+template <class ExecSpace, class SlotsView, class StateView, class OutView, class RingSlotsView,
+          class RingView>
+void recurrence_verify_ring(const ExecSpace& space, const HeadConfig& cfg,
+                            const TokenInputs<typename ExecSpace::memory_space>& inputs,
+                            const SlotsView& state_slots, const StateView& state,
+                            const OutView& out, const RingSlotsView& ring_slots,
+                            const RingView& ring) {
   using M = typename ExecSpace::memory_space;
   static_assert(
       Kokkos::is_execution_space<ExecSpace>::value,
       "gdn::recurrence_verify_ring: the first argument must be a Kokkos execution space instance");
+  GDN_IMPL_STATIC_ASSERT_INDEX_VIEW("gdn::recurrence_verify_ring", "state_slots", 1, "[B]",
+                                    ExecSpace, SlotsView);
+  GDN_IMPL_STATIC_ASSERT_INDEX_VIEW("gdn::recurrence_verify_ring", "ring_slots", 1, "[B]",
+                                    ExecSpace, RingSlotsView);
   static_assert(Kokkos::is_view<StateView>::value,
                 "gdn::recurrence_verify_ring: state must be a Kokkos::View");
   using SP = Impl::PoolViewTraits<ExecSpace, StateView>;
@@ -95,8 +99,8 @@ void recurrence_verify_ring(
   using StateT = typename SP::value_type;
   using RingT = typename RP::value_type;
   Impl::RingLauncher<ExecSpace, StateT, RingT>::verify(
-      space, cfg, inputs, state_slots, Impl::PoolView<StateT, M>(state), Impl::OutView<M>(out),
-      ring_slots, Impl::PoolView<RingT, M>(ring));
+      space, cfg, inputs, Impl::IndexView<M>(state_slots), Impl::PoolView<StateT, M>(state),
+      Impl::OutView<M>(out), Impl::IndexView<M>(ring_slots), Impl::PoolView<RingT, M>(ring));
 }
 
 }  // namespace gdn

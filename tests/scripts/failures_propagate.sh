@@ -12,9 +12,10 @@ fails=0
 # exit non-zero before "reached" (and print MESSAGE, when given).
 check() {
   local what=$1 snippet=$2 message=${3:-} out rc
-  # Without Kokkos_ROOT and CMAKE_PREFIX_PATH from the caller's environment: CMake's find_package
-  # reads both, and would find a Kokkos where the check names none.
-  out=$(env -u Kokkos_ROOT -u CMAKE_PREFIX_PATH bash -c "source '$root/scripts/lib.sh'; $snippet; echo reached" 2>&1)
+  # No Kokkos from the caller's environment (scripts/test.sh honours Kokkos_ROOT,
+  # and CMake searches the Kokkos_ROOT environment variable too): "no Kokkos" must mean none.
+  out=$(env -u Kokkos_ROOT -u KOKKOS_ROOT -u Kokkos_DIR -u CMAKE_PREFIX_PATH \
+    bash -c "source '$root/scripts/lib.sh'; $snippet; echo reached" 2>&1)
   rc=$?
   if [ $rc -eq 0 ] || [[ $out == *reached* ]]; then
     echo "FAIL: $what (exit $rc; the script went on)"

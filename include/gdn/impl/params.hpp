@@ -15,9 +15,9 @@ namespace gdn {
 namespace Impl {
 
 template <class M>
-using IndexView = Kokkos::View<const std::uint32_t*, M>;  // [B]
+using IndexView = Kokkos::View<const std::uint32_t*, Kokkos::LayoutStride, M>;  // [B]
 template <class M>
-using IndexTable = Kokkos::View<const std::uint32_t**, M>;  // [L, B]
+using IndexTable = Kokkos::View<const std::uint32_t**, Kokkos::LayoutStride, M>;  // [L, B]
 template <class T, class M>
 using PoolView = Kokkos::View<T****, Kokkos::LayoutRight, M>;  // state or ring pool
 template <class M>

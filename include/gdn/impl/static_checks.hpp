@@ -8,6 +8,7 @@
 
 #include <Kokkos_Core.hpp>
 
+#include <cstdint>
 #include <type_traits>
 
 namespace gdn {
@@ -26,7 +27,51 @@ struct PoolViewTraits {
       std::is_same<typename V::memory_space, typename ExecSpace::memory_space>::value;
 };
 
+/// An index view (slots, offsets, row tables, num_accepted): rank `Rank`,
+/// std::uint32_t (const or not), LayoutLeft, LayoutRight or LayoutStride, in the
+/// space's memory space. For a type that is not a view only `is_view` fails, so
+/// the compiler reports that one message.
+template <class ExecSpace, class V, unsigned Rank, bool = Kokkos::is_view<V>::value>
+struct IndexViewTraits {
+  static constexpr bool is_view = false;
+  static constexpr bool rank_ok = true;
+  static constexpr bool type_ok = true;
+  static constexpr bool layout_ok = true;
+  static constexpr bool space_ok = true;
+};
+
+template <class ExecSpace, class V, unsigned Rank>
+struct IndexViewTraits<ExecSpace, V, Rank, true> {
+  using layout = typename V::array_layout;
+  static constexpr bool is_view = true;
+  static constexpr bool rank_ok = unsigned(V::rank) == Rank;
+  static constexpr bool type_ok =
+      std::is_same<typename V::non_const_value_type, std::uint32_t>::value;
+  static constexpr bool layout_ok = std::is_same<layout, Kokkos::LayoutLeft>::value ||
+                                    std::is_same<layout, Kokkos::LayoutRight>::value ||
+                                    std::is_same<layout, Kokkos::LayoutStride>::value;
+  static constexpr bool space_ok =
+      std::is_same<typename V::memory_space, typename ExecSpace::memory_space>::value;
+};
+
 }  // namespace Impl
 }  // namespace gdn
+
+/// The static_asserts of one index argument of a public function: FUNC and ARG
+/// are string literals (the function and the argument), SHAPE its shape in
+/// SPEC.md's symbols, V its type. Index views of any of the three layouts are
+/// accepted on every backend: the function converts them to the LayoutStride
+/// views of params.hpp (Impl::IndexView, Impl::IndexTable).
+#define GDN_IMPL_STATIC_ASSERT_INDEX_VIEW(FUNC, ARG, RANK, SHAPE, ExecSpace, V)    \
+  static_assert(::gdn::Impl::IndexViewTraits<ExecSpace, V, RANK>::is_view,         \
+                FUNC ": " ARG " must be a Kokkos::View");                          \
+  static_assert(::gdn::Impl::IndexViewTraits<ExecSpace, V, RANK>::rank_ok,         \
+                FUNC ": " ARG " must have rank " #RANK " " SHAPE);                 \
+  static_assert(::gdn::Impl::IndexViewTraits<ExecSpace, V, RANK>::type_ok,         \
+                FUNC ": " ARG " value type must be std::uint32_t (const or not)"); \
+  static_assert(::gdn::Impl::IndexViewTraits<ExecSpace, V, RANK>::layout_ok,       \
+                FUNC ": " ARG " must be LayoutLeft, LayoutRight or LayoutStride"); \
+  static_assert(::gdn::Impl::IndexViewTraits<ExecSpace, V, RANK>::space_ok,        \
+                FUNC ": " ARG " must live in ExecSpace::memory_space")
 
 #endif  // GDN_IMPL_STATIC_CHECKS_HPP

@@ -175,9 +175,15 @@ void check_ring(const ArgCheck& c, const HeadConfig& cfg, const RingView& ring, 
 // ---------------------------------------------------------------------------
 // Index checking mode: validate device-resident index contents on the host.
 
+// The index views are LayoutStride and may be strided: a deep_copy between
+// memory spaces needs contiguous views, so the indices are first gathered into
+// a dense view in their own space (a copy Kokkos runs in that space).
 template <class V>
 std::vector<std::uint32_t> host_copy_1d(const V& v) {
-  auto h = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), v);
+  Kokkos::View<std::uint32_t*, Kokkos::LayoutRight, typename V::memory_space> dense(
+      Kokkos::view_alloc(Kokkos::WithoutInitializing, "gdn::index_copy"), v.extent(0));
+  Kokkos::deep_copy(dense, v);
+  auto h = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), dense);
   std::vector<std::uint32_t> r(v.extent(0));
   for (std::size_t i = 0; i < r.size(); ++i) r[i] = h(i);
   return r;
@@ -185,7 +191,10 @@ std::vector<std::uint32_t> host_copy_1d(const V& v) {
 
 template <class V>
 std::vector<std::uint32_t> host_copy_2d(const V& v) {  // row-major copy
-  auto h = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), v);
+  Kokkos::View<std::uint32_t**, Kokkos::LayoutRight, typename V::memory_space> dense(
+      Kokkos::view_alloc(Kokkos::WithoutInitializing, "gdn::index_copy"), v.extent(0), v.extent(1));
+  Kokkos::deep_copy(dense, v);
+  auto h = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), dense);
   std::vector<std::uint32_t> r(v.extent(0) * v.extent(1));
   for (std::size_t i = 0; i < v.extent(0); ++i)
     for (std::size_t j = 0; j < v.extent(1); ++j) r[i * v.extent(1) + j] = h(i, j);
