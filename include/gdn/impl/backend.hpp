@@ -121,6 +121,32 @@ KOKKOS_FORCEINLINE_FUNCTION void prefetch_tile_l2(const void* tile, int rows, in
   }
 }
 
+/// Copy `Bytes` (4, 8 or 16; both addresses aligned to it) from global memory
+/// into team scratch without passing through registers: CUDA `cp.async`,
+/// completed by async_wait; elsewhere a plain copy.
+template <int Bytes>
+KOKKOS_FORCEINLINE_FUNCTION void async_copy(void* scratch_dst, const void* src) {
+  static_assert(Bytes == 4 || Bytes == 8 || Bytes == 16, "cp.async copies 4, 8 or 16 bytes");
+#if defined(__CUDA_ARCH__)
+  const unsigned dst = static_cast<unsigned>(__cvta_generic_to_shared(scratch_dst));
+  if constexpr (Bytes == 16) {
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(dst), "l"(src) : "memory");
+  } else {
+    asm volatile("cp.async.ca.shared.global [%0], [%1], %2;" ::"r"(dst), "l"(src), "n"(Bytes)
+                 : "memory");
+  }
+#else
+  for (int b = 0; b < Bytes; ++b) static_cast<char*>(scratch_dst)[b] = static_cast<const char*>(src)[b];
+#endif
+}
+
+/// Wait until this thread's async_copy copies have landed.
+KOKKOS_FORCEINLINE_FUNCTION void async_wait() {
+#if defined(__CUDA_ARCH__)
+  asm volatile("cp.async.wait_all;" ::: "memory");
+#endif
+}
+
 /// Four consecutive floats of team scratch (`p` 16-byte aligned on CUDA).
 KOKKOS_FORCEINLINE_FUNCTION void load4(const float* p, float (&d)[4]) {
 #if defined(__CUDA_ARCH__)

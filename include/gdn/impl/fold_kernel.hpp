@@ -15,6 +15,10 @@
 /// chunk_tokens records at a time in scratch (keys, this tile's delta
 /// factors, decays: one global read each), then every thread folds them into
 /// its fragment. Rows with n == 0 or n > RING_LEN return at once.
+/// With several lanes (CUDA, persistent teams) each thread copies its own
+/// fragment rows of the next item's state into scratch (async_copy) as soon
+/// as it has read the current item's, so the next tile is in flight while
+/// the current one is folded and stored.
 
 #include <gdn/config.hpp>
 #include <gdn/impl/backend.hpp>
@@ -36,7 +40,13 @@ struct FoldKernel {
   static constexpr int kRows = Dk / kLanes;
   static constexpr int kC = chunk_tokens;  // records staged at once
   static constexpr int kTiles = Dk / kTileCols;
-  static constexpr int kScratchFloats = kC * Dk + kC * kTileCols + (kC + 3) / 4 * 4;
+  static constexpr bool kPrefetch = kLanes > 1;
+  static constexpr int kChunkBytes = kCols * int(sizeof(StateT));  // a fragment row
+  static_assert(!kPrefetch || kChunkBytes == 4 || kChunkBytes == 8 || kChunkBytes == 16,
+                "a fragment row is one async copy");
+  static constexpr int kBufFloats = kPrefetch ? kRows * kThreads * kChunkBytes / 4 : 0;
+  static constexpr int kScratchFloats =
+      kC * Dk + kC * kTileCols + (kC + 3) / 4 * 4 + kBufFloats;
   using Policy =
       Kokkos::TeamPolicy<ExecSpace, Kokkos::LaunchBounds<kThreads, Traits::min_teams>>;
   using Member = typename Policy::member_type;
@@ -55,27 +65,46 @@ struct FoldKernel {
   /// Items league_rank, + league_size, ... (persistent teams on CUDA, each
   /// prefetching its next item's state tile into L2).
   KOKKOS_INLINE_FUNCTION void operator()(const Member& team) const {
-    for (int item = team.league_rank(); item < m_items; item += team.league_size()) {
-      const int next = item + team.league_size();
-      if (next < m_items) prefetch_item(team, next);
-      run_item(team, item);
+    ScratchView raw(team.team_scratch(0), kScratchFloats + 4);
+    float* const base = align16(raw.data());
+    StateT* const buf = reinterpret_cast<StateT*>(base + kScratchFloats - kBufFloats);
+    int item = team.league_rank();
+    if (kPrefetch && item < m_items) issue_state(team, item, buf);
+    for (; item < m_items; item += team.league_size()) {
+      run_item(team, item, item + team.league_size(), base, buf);
     }
   }
 
-  KOKKOS_INLINE_FUNCTION void prefetch_item(const Member& team, int item) const {
+  /// Pool row of `item`'s state tile, or nullptr where the item folds nothing.
+  KOKKOS_INLINE_FUNCTION StateT* tile_of(int item) const {
     const int tile = item % kTiles;
     const int rest = item / kTiles;
     const int h = rest % m.nv;
     const int b = (rest / m.nv) % m_batch;
     const int layer = rest / m.nv / m_batch;
     const int n = static_cast<int>(m.num_accepted(b));
-    if (n <= 0 || n > m.ring_len) return;
-    prefetch_tile_l2(&m.state(m.state_rows(layer, b), h, 0, tile * kTileCols), Dk,
-                     kTileCols * int(sizeof(StateT)), long(Dk) * long(sizeof(StateT)),
-                     team.team_rank(), kThreads);
+    if (n <= 0 || n > m.ring_len) return nullptr;
+    return &m.state(m.state_rows(layer, b), h, 0, tile * kTileCols);
   }
 
-  KOKKOS_INLINE_FUNCTION void run_item(const Member& team, int item) const {
+  /// This thread's fragment rows of `item`'s state into its slots of `buf`
+  /// (chunk i of thread t at i * kThreads + t: a warp's reads are contiguous).
+  KOKKOS_INLINE_FUNCTION void issue_state(const Member& team, int item, StateT* buf) const {
+    StateT* const tile = tile_of(item);
+    if (tile == nullptr) return;
+    const int rank = team.team_rank();
+    const int lane = rank % kLanes;
+    const StateT* const frag = tile + (rank / kLanes) * kCols;
+    char* const dst = reinterpret_cast<char*>(buf);
+    GDN_UNROLL
+    for (int i = 0; i < kRows; ++i) {
+      async_copy<kChunkBytes>(dst + (i * kThreads + rank) * kChunkBytes,
+                              frag + lane_row<kLanes>(lane, i) * Dk);
+    }
+  }
+
+  KOKKOS_INLINE_FUNCTION void run_item(const Member& team, int item, int next, float* base,
+                                       StateT* buf) const {
     const int tile = item % kTiles;
     const int rest = item / kTiles;
     const int h = rest % m.nv;
@@ -83,7 +112,10 @@ struct FoldKernel {
     const int b = lb % m_batch;
     const int layer = lb / m_batch;
     const int n = static_cast<int>(m.num_accepted(b));
-    if (n <= 0 || n > m.ring_len) return;
+    if (n <= 0 || n > m.ring_len) {  // nothing was copied for this item
+      if (kPrefetch && next < m_items) issue_state(team, next, buf);
+      return;
+    }
     const int kh = h / m.group;
     const int g = h % m.group;
     const int rank = team.team_rank();
@@ -92,15 +124,21 @@ struct FoldKernel {
     const int tcol = tile * kTileCols;
     const int rrow = static_cast<int>(m.ring_rows(layer, b));
 
-    ScratchView raw(team.team_scratch(0), kScratchFloats + 4);
-    float* const sk = align16(raw.data());  // [kC][Dk]
+    float* const sk = base;                 // [kC][Dk]
     float* const su = sk + kC * Dk;         // [kC][kTileCols]
     float* const sa = su + kC * kTileCols;  // [kC]
 
     StateT* const srow = &m.state(m.state_rows(layer, b), h, 0, tcol + col0);
     float st[kRows][kCols];
-    GDN_UNROLL
-    for (int i = 0; i < kRows; ++i) load_frag<kCols>(srow + lane_row<kLanes>(lane, i) * Dk, st[i]);
+    if constexpr (kPrefetch) {
+      async_wait();
+      GDN_UNROLL
+      for (int i = 0; i < kRows; ++i) load_frag<kCols>(buf + (i * kThreads + rank) * kCols, st[i]);
+      if (next < m_items) issue_state(team, next, buf);
+    } else {
+      GDN_UNROLL
+      for (int i = 0; i < kRows; ++i) load_frag<kCols>(srow + lane_row<kLanes>(lane, i) * Dk, st[i]);
+    }
 
     const int uoff = Dk + g * Dk + tcol;
     const int aoff = Dk + m.group * Dk + g;
