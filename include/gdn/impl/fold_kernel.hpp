@@ -69,7 +69,9 @@ struct FoldKernel {
     float* const base = align16(raw.data());
     StateT* const buf = reinterpret_cast<StateT*>(base + kScratchFloats - kBufFloats);
     int item = team.league_rank();
-    if (kPrefetch && item < m_items) issue_state(team, item, buf);
+    if constexpr (kPrefetch) {
+      if (item < m_items) issue_state(team, item, buf);
+    }
     for (; item < m_items; item += team.league_size()) {
       run_item(team, item, item + team.league_size(), base, buf);
     }
@@ -90,6 +92,7 @@ struct FoldKernel {
   /// This thread's fragment rows of `item`'s state into its slots of `buf`
   /// (chunk i of thread t at i * kThreads + t: a warp's reads are contiguous).
   KOKKOS_INLINE_FUNCTION void issue_state(const Member& team, int item, StateT* buf) const {
+    static_assert(kPrefetch, "only the CUDA mapping copies ahead");
     StateT* const tile = tile_of(item);
     if (tile == nullptr) return;
     const int rank = team.team_rank();
@@ -113,7 +116,9 @@ struct FoldKernel {
     const int layer = lb / m_batch;
     const int n = static_cast<int>(m.num_accepted(b));
     if (n <= 0 || n > m.ring_len) {  // nothing was copied for this item
-      if (kPrefetch && next < m_items) issue_state(team, next, buf);
+      if constexpr (kPrefetch) {
+        if (next < m_items) issue_state(team, next, buf);
+      }
       return;
     }
     const int kh = h / m.group;
