@@ -75,15 +75,19 @@ def _torch_tensor(t):
     return torch is not None and isinstance(t, torch.Tensor)
 
 
-def _stream(t, stream):
-    """The stream handle of a call whose first tensor is t: stream if given,
-    torch's current stream for a torch CUDA tensor, else None (a CPU call)."""
+def _stream(stream, *tensors):
+    """The stream handle of a call: ``stream`` if given (an int, or an object
+    with ``cuda_stream`` such as torch.cuda.Stream), else torch's current
+    stream when the first torch tensor among ``tensors`` is on CUDA, else None
+    (a CPU call)."""
     if stream is not None:
-        return int(stream)
-    if _torch_tensor(t) and t.is_cuda:
-        import torch
-
-        return torch.cuda.current_stream(t.device).cuda_stream
+        return getattr(stream, "cuda_stream", stream)
+    torch = _sys.modules.get("torch")
+    if torch is None:
+        return None
+    for t in tensors:
+        if isinstance(t, torch.Tensor):
+            return torch.cuda.current_stream(t.device).cuda_stream if t.is_cuda else None
     return None
 
 
@@ -109,12 +113,12 @@ def recurrence_fwd(cfg, qkv, decay, beta, row_offsets, state_slots, state, out, 
     pool row ``state[state_slots[b]]``; ``out`` is written for every token and
     the final state written back to the same row.
 
-    ``cfg``: a :class:`HeadConfig`. ``stream``: a cudaStream_t handle (int) for
-    CUDA tensors; default torch's current stream. Returns None (``out`` and
-    ``state`` are written in place).
+    ``cfg``: a :class:`HeadConfig`. ``stream``: for CUDA tensors, a
+    cudaStream_t handle (int) or a torch.cuda.Stream; default torch's current
+    stream. Returns None (``out`` and ``state`` are written in place).
     """
     _gdn.recurrence_fwd(cfg, qkv, decay, beta, row_offsets, state_slots, state, out,
-                        _stream(qkv, stream))
+                        _stream(stream, qkv, state, out))
 
 
 def recurrence_verify_ring(cfg, qkv, decay, beta, row_offsets, state_slots, state, out,
@@ -128,7 +132,7 @@ def recurrence_verify_ring(cfg, qkv, decay, beta, row_offsets, state_slots, stat
     and commits its state as the forward does.
     """
     _gdn.recurrence_verify_ring(cfg, qkv, decay, beta, row_offsets, state_slots, state, out,
-                                ring_slots, ring, _stream(qkv, stream))
+                                ring_slots, ring, _stream(stream, qkv, state, out))
 
 
 def state_fold(cfg, state_rows, state, ring_rows, ring, num_accepted, *, stream=None):
@@ -140,7 +144,7 @@ def state_fold(cfg, state_rows, state, ring_rows, ring, num_accepted, *, stream=
     are not touched. With a float32 ring the result equals, bit for bit, a
     forward over the accepted tokens.
     """
-    s = _stream(state, stream)
+    s = _stream(stream, state, ring, num_accepted)
     cuda = s is not None
     _gdn.state_fold(cfg, _fold_table(state_rows, cuda), state, _fold_table(ring_rows, cuda), ring,
                     num_accepted, s)

@@ -160,6 +160,13 @@ struct Arg {
     return s;
   }
   void* data() const { return static_cast<char*>(t->data) + t->byte_offset; }
+  /// No elements: its strides mean nothing and are not checked.
+  bool empty() const {
+    for (int d = 0; d < rank(); ++d) {
+      if (extent(d) == 0) return true;
+    }
+    return false;
+  }
   std::string shape_str() const {
     std::string s = "[";
     for (int d = 0; d < rank(); ++d) s += (d ? ", " : "") + std::to_string(extent(d));
@@ -307,6 +314,11 @@ Kokkos::View<T**, Kokkos::LayoutStride, M> strided_2d(const Call& c, const Arg& 
                                                       const char* shape) {
   c.expect_rank(a, 2, shape);
   const std::int64_t n0 = a.extent(0), n1 = a.extent(1), s0 = a.stride(0), s1 = a.stride(1);
+  if (a.empty()) {
+    return Kokkos::View<T**, Kokkos::LayoutStride, M>(
+        static_cast<T*>(a.data()),
+        Kokkos::LayoutStride(static_cast<std::size_t>(n0), 1, static_cast<std::size_t>(n1), 1));
+  }
   if (s0 < 0 || s1 < 0) {
     throw py::value_error(c.prefix(a.name) + "expected non-negative strides, got " +
                           a.strides_str());
@@ -337,7 +349,7 @@ template <class M>
 Kokkos::View<const std::uint32_t*, M> index_1d(const Call& c, const Arg& a, const char* shape) {
   c.expect_index(a);
   c.expect_rank(a, 1, shape);
-  if (a.extent(0) > 1 && a.stride(0) != 1) {
+  if (!a.empty() && a.extent(0) > 1 && a.stride(0) != 1) {
     throw py::value_error(c.prefix(a.name) +
                           "expected a contiguous tensor (stride 1), got strides " +
                           a.strides_str());
@@ -356,7 +368,7 @@ Kokkos::View<const std::uint32_t**, M> index_2d(const Call& c, const Arg& a) {
   const std::int64_t n0 = a.extent(0), n1 = a.extent(1);
   const bool right = std::is_same<typename V::array_layout, Kokkos::LayoutRight>::value;
   const std::int64_t want0 = right ? n1 : 1, want1 = right ? 1 : n0;
-  if ((n0 > 1 && a.stride(0) != want0) || (n1 > 1 && a.stride(1) != want1)) {
+  if (!a.empty() && ((n0 > 1 && a.stride(0) != want0) || (n1 > 1 && a.stride(1) != want1))) {
     throw py::value_error(c.prefix(a.name) + "expected " +
                           (right ? std::string("a row-major (C-contiguous)")
                                  : std::string("a column-major (Fortran-order)")) +
@@ -375,7 +387,7 @@ Kokkos::View<T****, Kokkos::LayoutRight, M> pool_4d(const Call& c, const Arg& a,
   c.expect_rank(a, 4, shape);
   std::int64_t want = 1;
   for (int d = 3; d >= 0; --d) {
-    if (a.extent(d) > 1 && a.stride(d) != want) {
+    if (!a.empty() && a.extent(d) > 1 && a.stride(d) != want) {
       throw py::value_error(c.prefix(a.name) +
                             "expected a contiguous (row-major, dense) pool, got strides " +
                             a.strides_str() + " for shape " + a.shape_str());
