@@ -424,6 +424,30 @@ class Launching {
   std::lock_guard<std::mutex> m_lock;
 };
 
+/// Host seconds of `iterations` back-to-back launches of one call from C++
+/// (perf/python_overhead.py compares them with the same calls from Python).
+struct Timing {
+  int iterations = 0;
+  double issue_s = 0;  ///< until the last launch returned
+  double total_s = 0;  ///< until the space was fenced after it
+};
+
+/// Launches f() once, or, for a timing, `iterations` times between fences.
+template <class Exec, class F>
+void launch(const Exec& space, Timing* timing, F&& f) {
+  Launching held;
+  if (timing == nullptr) {
+    f();
+    return;
+  }
+  space.fence();
+  Kokkos::Timer timer;
+  for (int i = 0; i < timing->iterations; ++i) f();
+  timing->issue_s = timer.seconds();
+  space.fence();
+  timing->total_s = timer.seconds();
+}
+
 #if defined(KOKKOS_ENABLE_CUDA)
 /// The Kokkos::Cuda of stream `handle` (created on first use, outside a graph capture).
 Kokkos::Cuda cuda_space(const char* fn, std::uintptr_t handle) {
@@ -520,7 +544,7 @@ gdn::TokenInputs<typename Exec::memory_space> token_inputs(const Call& c, const 
 
 void recurrence_fwd(const gdn::HeadConfig& cfg, py::handle qkv, py::handle decay, py::handle beta,
                     py::handle row_offsets, py::handle state_slots, py::handle state,
-                    py::handle out, const py::object& stream) {
+                    py::handle out, const py::object& stream, Timing* timing = nullptr) {
   Call c("gdn.recurrence_fwd", stream);
   const Arg a_qkv = c.borrow(qkv, "qkv"), a_decay = c.borrow(decay, "decay"),
             a_beta = c.borrow(beta, "beta"), a_off = c.borrow(row_offsets, "row_offsets"),
@@ -534,8 +558,7 @@ void recurrence_fwd(const gdn::HeadConfig& cfg, py::handle qkv, py::handle decay
     const auto slots = index_1d<M>(c, a_slots, "[B]");
     const auto o = strided_2d<float, M>(c, a_out, true, "[tokens, value_dim]");
     with_pool<M>(c, a_state, "[slots, nv, Dk, Dv]", [&](const auto& st) {
-      Launching l;
-      gdn::recurrence_fwd(space, cfg, in, slots, st, o);
+      launch(space, timing, [&] { gdn::recurrence_fwd(space, cfg, in, slots, st, o); });
     });
   });
 }
@@ -543,7 +566,7 @@ void recurrence_fwd(const gdn::HeadConfig& cfg, py::handle qkv, py::handle decay
 void recurrence_verify_ring(const gdn::HeadConfig& cfg, py::handle qkv, py::handle decay,
                             py::handle beta, py::handle row_offsets, py::handle state_slots,
                             py::handle state, py::handle out, py::handle ring_slots,
-                            py::handle ring, const py::object& stream) {
+                            py::handle ring, const py::object& stream, Timing* timing = nullptr) {
   Call c("gdn.recurrence_verify_ring", stream);
   const Arg a_qkv = c.borrow(qkv, "qkv"), a_decay = c.borrow(decay, "decay"),
             a_beta = c.borrow(beta, "beta"), a_off = c.borrow(row_offsets, "row_offsets"),
@@ -560,8 +583,8 @@ void recurrence_verify_ring(const gdn::HeadConfig& cfg, py::handle qkv, py::hand
     const auto o = strided_2d<float, M>(c, a_out, true, "[tokens, value_dim]");
     with_pool<M>(c, a_state, "[slots, nv, Dk, Dv]", [&](const auto& st) {
       with_pool<M>(c, a_ring, "[ring_rows, nk, RING_LEN, record_stride]", [&](const auto& rg) {
-        Launching l;
-        gdn::recurrence_verify_ring(space, cfg, in, slots, st, o, rslots, rg);
+        launch(space, timing,
+               [&] { gdn::recurrence_verify_ring(space, cfg, in, slots, st, o, rslots, rg); });
       });
     });
   });
@@ -569,7 +592,7 @@ void recurrence_verify_ring(const gdn::HeadConfig& cfg, py::handle qkv, py::hand
 
 void state_fold(const gdn::HeadConfig& cfg, py::handle state_rows, py::handle state,
                 py::handle ring_rows, py::handle ring, py::handle num_accepted,
-                const py::object& stream) {
+                const py::object& stream, Timing* timing = nullptr) {
   Call c("gdn.state_fold", stream);
   const Arg a_srows = c.borrow(state_rows, "state_rows"), a_state = c.borrow(state, "state"),
             a_rrows = c.borrow(ring_rows, "ring_rows"), a_ring = c.borrow(ring, "ring"),
@@ -582,8 +605,7 @@ void state_fold(const gdn::HeadConfig& cfg, py::handle state_rows, py::handle st
     const auto acc = index_1d<M>(c, a_acc, "[B]");
     with_pool<M>(c, a_state, "[slots, nv, Dk, Dv]", [&](const auto& st) {
       with_pool<M>(c, a_ring, "[ring_rows, nk, RING_LEN, record_stride]", [&](const auto& rg) {
-        Launching l;
-        gdn::state_fold(space, cfg, srows, st, rrows, rg, acc);
+        launch(space, timing, [&] { gdn::state_fold(space, cfg, srows, st, rrows, rg, acc); });
       });
     });
   });
@@ -656,16 +678,53 @@ PYBIND11_MODULE(_gdn, m) {
                ", value_head_dim=" + std::to_string(c.value_head_dim) + ")";
       });
 
-  m.def("recurrence_fwd", &recurrence_fwd, py::arg("cfg"), py::arg("qkv"), py::arg("decay"),
-        py::arg("beta"), py::arg("row_offsets"), py::arg("state_slots"), py::arg("state"),
-        py::arg("out"), py::arg("stream") = py::none());
-  m.def("recurrence_verify_ring", &recurrence_verify_ring, py::arg("cfg"), py::arg("qkv"),
-        py::arg("decay"), py::arg("beta"), py::arg("row_offsets"), py::arg("state_slots"),
-        py::arg("state"), py::arg("out"), py::arg("ring_slots"), py::arg("ring"),
-        py::arg("stream") = py::none());
-  m.def("state_fold", &state_fold, py::arg("cfg"), py::arg("state_rows"), py::arg("state"),
-        py::arg("ring_rows"), py::arg("ring"), py::arg("num_accepted"),
-        py::arg("stream") = py::none());
+  m.def(
+      "recurrence_fwd",
+      [](const gdn::HeadConfig& cfg, py::handle qkv, py::handle decay, py::handle beta,
+         py::handle row_offsets, py::handle state_slots, py::handle state, py::handle out,
+         const py::object& stream) {
+        recurrence_fwd(cfg, qkv, decay, beta, row_offsets, state_slots, state, out, stream);
+      },
+      py::arg("cfg"), py::arg("qkv"), py::arg("decay"), py::arg("beta"), py::arg("row_offsets"),
+      py::arg("state_slots"), py::arg("state"), py::arg("out"), py::arg("stream") = py::none());
+  m.def(
+      "recurrence_verify_ring",
+      [](const gdn::HeadConfig& cfg, py::handle qkv, py::handle decay, py::handle beta,
+         py::handle row_offsets, py::handle state_slots, py::handle state, py::handle out,
+         py::handle ring_slots, py::handle ring, const py::object& stream) {
+        recurrence_verify_ring(cfg, qkv, decay, beta, row_offsets, state_slots, state, out,
+                               ring_slots, ring, stream);
+      },
+      py::arg("cfg"), py::arg("qkv"), py::arg("decay"), py::arg("beta"), py::arg("row_offsets"),
+      py::arg("state_slots"), py::arg("state"), py::arg("out"), py::arg("ring_slots"),
+      py::arg("ring"), py::arg("stream") = py::none());
+  m.def(
+      "state_fold",
+      [](const gdn::HeadConfig& cfg, py::handle state_rows, py::handle state, py::handle ring_rows,
+         py::handle ring, py::handle num_accepted, const py::object& stream) {
+        state_fold(cfg, state_rows, state, ring_rows, ring, num_accepted, stream);
+      },
+      py::arg("cfg"), py::arg("state_rows"), py::arg("state"), py::arg("ring_rows"),
+      py::arg("ring"), py::arg("num_accepted"), py::arg("stream") = py::none());
+  // Benchmark helpers: (issue seconds, total seconds) of `iterations` calls from C++.
+  m.def("_time_cpp", [](const std::string& call, int iterations, const py::args& a) {
+    Timing t;
+    t.iterations = iterations;
+    auto arg = [&](std::size_t i) { return py::handle(a[i]); };
+    const py::object stream = py::reinterpret_borrow<py::object>(a[a.size() - 1]);
+    const gdn::HeadConfig cfg = a[0].cast<gdn::HeadConfig>();
+    if (call == "fwd" && a.size() == 9) {
+      recurrence_fwd(cfg, arg(1), arg(2), arg(3), arg(4), arg(5), arg(6), arg(7), stream, &t);
+    } else if (call == "verify" && a.size() == 11) {
+      recurrence_verify_ring(cfg, arg(1), arg(2), arg(3), arg(4), arg(5), arg(6), arg(7), arg(8),
+                             arg(9), stream, &t);
+    } else if (call == "fold" && a.size() == 7) {
+      state_fold(cfg, arg(1), arg(2), arg(3), arg(4), arg(5), stream, &t);
+    } else {
+      throw py::value_error("gdn._time_cpp: unknown call or wrong argument count");
+    }
+    return py::make_tuple(t.issue_s, t.total_s);
+  });
   m.def(
       "ring_record_elements",
       [](int dk, int dv, int g) {
