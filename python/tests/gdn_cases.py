@@ -178,11 +178,15 @@ def test_uint32_and_int32_indices_agree(device):
         pytest.skip("this torch has no uint32 dtype")
     p = Problem(device)
     qkv, decay, beta, off, slots = p.inputs()
+    try:
+        off_u, slots_u = off.to(torch.uint32), slots.to(torch.uint32)
+        off_u.__dlpack__()
+    except Exception as e:  # uint32 support in torch is partial
+        pytest.skip(f"this torch cannot export uint32 tensors through DLPack: {e}")
     s1, o1 = p.state(), p.out()
     s2, o2 = p.state(), p.out()
     gdn.recurrence_fwd(p.cfg, qkv, decay, beta, off, slots, s1, o1)
-    gdn.recurrence_fwd(p.cfg, qkv, decay, beta, off.to(torch.uint32), slots.to(torch.uint32), s2,
-                       o2)
+    gdn.recurrence_fwd(p.cfg, qkv, decay, beta, off_u, slots_u, s2, o2)
     sync(device)
     assert bits_equal(o1, o2) and bits_equal(s1, s2)
 
