@@ -36,3 +36,19 @@ def test_numpy_array_refuses_a_stream():
     with pytest.raises(ValueError, match="'qkv'.*CUDA"):
         gdn.recurrence_fwd(p.cfg, qkv.numpy(), decay, beta, off, slots, p.state(), p.out(),
                            stream=12345)
+
+
+def test_readme_example():
+    """The speculative-decoding step of python/README.md runs (on CPU here)."""
+    import pathlib
+    import re
+
+    text = (pathlib.Path(__file__).resolve().parents[1] / "README.md").read_text()
+    section = text.split("## One speculative-decoding step", 1)[1]
+    code = re.search(r"```python\n(.*?)```", section, re.S).group(1)
+    assert "gdn.state_fold" in code and len(code.strip().splitlines()) <= 16
+    scope = {}
+    exec(compile(code, "python/README.md", "exec"), scope)
+    state, before = scope["state"], torch.zeros_like(scope["state"])
+    assert not torch.equal(state, before)  # the fold committed the accepted tokens
+    assert torch.isfinite(state).all()
