@@ -87,6 +87,7 @@ python_cmake_args() {
   local dir
   echo "-DGDN_ENABLE_PYTHON=ON"
   echo "-DPython3_EXECUTABLE=$1"
+  echo "-DPython_EXECUTABLE=$1"  # for a pybind11 that runs find_package(Python) itself
   if dir=$("$1" -m pybind11 --cmakedir 2>/dev/null) && [ -n "$dir" ]; then
     echo "-Dpybind11_DIR=$dir"
   fi
