@@ -12,7 +12,9 @@ fails=0
 # exit non-zero before "reached" (and print MESSAGE, when given).
 check() {
   local what=$1 snippet=$2 message=${3:-} out rc
-  out=$(bash -c "source '$root/scripts/lib.sh'; $snippet; echo reached" 2>&1)
+  # Without the caller's Kokkos_ROOT / CMAKE_PREFIX_PATH: CMake's find_package
+  # also reads them from the environment, and would find a Kokkos after all.
+  out=$(env -u Kokkos_ROOT -u CMAKE_PREFIX_PATH bash -c "source '$root/scripts/lib.sh'; $snippet; echo reached" 2>&1)
   rc=$?
   if [ $rc -eq 0 ] || [[ $out == *reached* ]]; then
     echo "FAIL: $what (exit $rc; the script went on)"
