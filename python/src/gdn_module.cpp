@@ -507,14 +507,16 @@ void on_device(const Call& c, F&& f) {
   }
 #if defined(KOKKOS_ENABLE_CUDA)
   ensure_kokkos(c.device().device_id);
-  Kokkos::Cuda space = cuda_space(c.function(), c.stream_handle());
-  if (space.cuda_device() != c.device().device_id) {
+  const int device = Kokkos::Cuda().cuda_device();
+  if (device != c.device().device_id) {
     throw py::value_error(std::string(c.function()) +
                           ": the tensors are on cuda:" + std::to_string(c.device().device_id) +
-                          " but gdn's Kokkos runs on cuda:" + std::to_string(space.cuda_device()) +
+                          " but gdn's Kokkos runs on cuda:" + std::to_string(device) +
                           " (one device per process)");
   }
-  DeviceGuard guard(space.cuda_device());
+  // Before the instance: making one (first use of a stream) sets the current device.
+  DeviceGuard guard(device);
+  Kokkos::Cuda space = cuda_space(c.function(), c.stream_handle());
   f(space);
 #else
   throw py::value_error(std::string(c.function()) +
