@@ -3,7 +3,12 @@
 # the repository root with the patched Kokkos tarball carried in .deps/):
 #   bash scripts/gpu_run.sh [--bench REGEX] [--tests] [--baseline TARBALL] [--sanitize] [--ncu REGEX]
 # Steps run in this order, each logged under $OUT (default ./out):
-#   --tests        ctest -L cuda (CUDA test suite + install consumer)
+#   --tests        ctest -L cuda -LE python (CUDA test suite + install consumer)
+#   --python       also build the Python module (the interpreter: GDN_PYTHON, else the
+#                  python3 that imports torch; pybind11 through `python -m pybind11
+#                  --cmakedir` or CMake's search), run its pytest suite, CPU and CUDA
+#                  files (ctest -L python -> pytest.log), then perf/python_overhead.py
+#                  -> python_overhead.txt
 #   --sanitize     compute-sanitizer racecheck and memcheck over the CUDA
 #                  tests, each test in a process of its own, GDN_SANITIZE_JOBS
 #                  (default 8) side by side (GDN_RACECHECK_FILTER /
@@ -36,11 +41,12 @@ if [ -n "${GDN_PACK:-}" ]; then
   pack() { tar czf "$GDN_PACK" --exclude='*.ncu-rep' -C "$OUT" . || log "packing $OUT failed"; }
   trap pack EXIT
 fi
-do_tests=0 do_san=0 bench=""
+do_tests=0 do_san=0 do_py=0 bench=""
 baseline="" ncu_res=()
 while [ $# -gt 0 ]; do
   case $1 in
     --tests) do_tests=1 ;;
+    --python) do_py=1 ;;
     --sanitize) do_san=1 ;;
     --bench) bench=$2; shift ;;
     --baseline) baseline=$2; shift ;;
@@ -65,14 +71,27 @@ run_bench() {  # dir name
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,memory.total --format=csv > "$OUT/gpu.txt" 2>&1 || true
 kokkos=$(kokkos_prefix cuda)
 say "kokkos ready"
-dir=$(configure_and_build cuda "$kokkos" -DGDN_ENABLE_TESTS=ON -DGDN_ENABLE_EXAMPLES=ON -DGDN_ENABLE_BENCHMARKS=ON 2>"$OUT/build.log") ||
+pyargs=()
+if [ "$do_py" = 1 ]; then
+  py=$(gdn_python)
+  mapfile -t pyargs < <(python_cmake_args "$py")
+  say "python: $py ($("$py" -c 'import sys, torch; print(sys.version.split()[0], "torch", torch.__version__)' 2>&1 | tail -1))"
+fi
+dir=$(configure_and_build cuda "$kokkos" -DGDN_ENABLE_TESTS=ON -DGDN_ENABLE_EXAMPLES=ON -DGDN_ENABLE_BENCHMARKS=ON "${pyargs[@]}" 2>"$OUT/build.log") ||
   { say "gdn build failed:"; tail -30 "$OUT/build.log"; exit 1; }
 say "gdn built"
 if [ "$do_tests" = 1 ]; then
-  (cd "$dir" && ctest -L cuda --output-on-failure --no-tests=error) > "$OUT/ctest_cuda.log" 2>&1 && r=pass || r=FAIL
+  (cd "$dir" && ctest -L cuda -LE python --output-on-failure --no-tests=error) > "$OUT/ctest_cuda.log" 2>&1 && r=pass || r=FAIL
   say "ctest -L cuda: $r: $(grep -E 'tests passed|tests failed' "$OUT/ctest_cuda.log" | tail -1)"
   "$dir/tests/gdn_tests_cuda" > "$OUT/gtest_cuda.log" 2>&1 || true
   say "gtest: $(grep -E '^\[  (PASSED|FAILED) |^\[==========\] [0-9]+ tests' "$OUT/gtest_cuda.log" | tr '\n' ' ')"
+fi
+if [ "$do_py" = 1 ]; then
+  (cd "$dir" && ctest -L python --output-on-failure --no-tests=error) > "$OUT/pytest.log" 2>&1 && r=pass || r=FAIL
+  say "pytest (ctest -L python): $r: $(grep -E '[0-9]+ (passed|failed)' "$OUT/pytest.log" | tail -1)"
+  PYTHONPATH=$dir/python OMP_PROC_BIND=false "$py" "$GDN_ROOT/perf/python_overhead.py" \
+    > "$OUT/python_overhead.txt" 2>&1 || say "perf/python_overhead.py failed (python_overhead.txt)"
+  tee -a "$OUT/summary.txt" < "$OUT/python_overhead.txt"
 fi
 # The sanitizers: every test that GDN_RACECHECK_FILTER / GDN_MEMCHECK_FILTER
 # selects, in a process of its own under compute-sanitizer --tool TOOL, the

@@ -13,9 +13,10 @@ JOBS=${JOBS:-$(nproc 2>/dev/null || echo 2)}
 
 log() { printf '[gdn] %s\n' "$*" >&2; }
 
-# Debian packages the build needs; installed only when missing (needs root then).
+# Debian packages the build needs, plus any given as arguments; installed only
+# when missing (needs root then).
 ensure_packages() {
-  ensure_debian_packages cmake g++ make libgtest-dev libbenchmark-dev ca-certificates perl python3
+  ensure_debian_packages cmake g++ make libgtest-dev libbenchmark-dev ca-certificates perl python3 "$@"
 }
 
 # The Debian packages named as arguments, installed only when missing.
@@ -66,6 +67,34 @@ kokkos_prefix() {
     return 1
   fi
   echo "$p"
+}
+
+# Debian packages of the Python module and its tests (scripts/test.sh); the
+# compile-only CUDA build needs the first two.
+GDN_PYTHON_PACKAGES=(pybind11-dev python3-dev python3-torch python3-pytest)
+
+# The Python interpreter for the module and its tests: GDN_PYTHON if set, else
+# the first python3 (the one on PATH, then /usr/bin/python3) that imports
+# torch, else /usr/bin/python3 (Debian's, where python3-torch installs).
+gdn_python() {
+  local p
+  if [ -n "${GDN_PYTHON:-}" ]; then echo "$GDN_PYTHON"; return; fi
+  for p in "$(command -v python3 || true)" /usr/bin/python3; do
+    if [ -n "$p" ] && "$p" -c 'import torch' >/dev/null 2>&1; then echo "$p"; return; fi
+  done
+  if [ -x /usr/bin/python3 ]; then echo /usr/bin/python3; else command -v python3; fi
+}
+
+# CMake arguments that build the Python module with interpreter $1, one per
+# line; a pip-installed pybind11 is found through its --cmakedir.
+python_cmake_args() {
+  local dir
+  echo "-DGDN_ENABLE_PYTHON=ON"
+  echo "-DPython3_EXECUTABLE=$1"
+  echo "-DPython_EXECUTABLE=$1"  # for a pybind11 that runs find_package(Python) itself
+  if dir=$("$1" -m pybind11 --cmakedir 2>/dev/null) && [ -n "$dir" ]; then
+    echo "-Dpybind11_DIR=$dir"
+  fi
 }
 
 # configure_and_build <build-name> <kokkos-prefix> [cmake args...]

@@ -1,0 +1,167 @@
+"""gdn: the Gated DeltaNet recurrence, verify-with-ring and fold on DLPack tensors.
+
+Every tensor argument may be any object that speaks DLPack (``__dlpack__`` /
+``__dlpack_device__``): torch tensors, numpy arrays (CPU), ... No tensor is
+copied: the per-token inputs and ``out`` are used with their strides, the
+state and ring pools must be dense (C-contiguous). All tensors of a call live
+on one device. CPU tensors run on Kokkos's host space (OpenMP) and the call
+returns when the work is done; CUDA tensors run on ``stream`` (default: torch's
+current stream of the tensors' device) without synchronizing, so the calls can
+be captured in a CUDA graph (see ``prepare_stream``).
+
+Shapes (symbols of the C++ API: ``nk``/``nv`` key/value heads, ``Dk``/``Dv``
+head dims, ``G = nv // nk``, ``conv_dim = 2*nk*Dk + nv*Dv``):
+
+=============== ========================================= =====================
+argument        shape                                     dtype
+=============== ========================================= =====================
+qkv             [tokens, >= conv_dim], any strides        float32
+decay, beta     [tokens, >= nv], any strides              float32
+out             [tokens, >= nv*Dv], any non-overlapping   float32
+row_offsets     [B + 1], contiguous                       int32 or uint32
+state_slots     [B], contiguous                           int32 or uint32
+ring_slots      [B], contiguous                           int32 or uint32
+num_accepted    [B], contiguous                           int32 or uint32
+state_rows      [L, B]                                    int32 or uint32
+ring_rows       [L, B]                                    int32 or uint32
+state           [slots, nv, Dk, Dv], contiguous           float32 or bfloat16
+ring            [ring_rows, nk, RING_LEN, record_stride]  float32 or bfloat16
+=============== ========================================= =====================
+
+Index tensors are uint32 in the C++ API; int32 tensors (torch before 2.3 has
+no uint32) are read as uint32 bit patterns, so a negative value is an
+out-of-range index, caught only by the index checking mode
+(``set_index_checking(True)`` or ``GDN_CHECK_INDICES=1``), like any other.
+
+Errors: a wrong dtype, or an object that does not speak DLPack, raises
+``TypeError``; a wrong rank, device, or layout raises ``ValueError``; what the
+C++ library rejects (shapes against the head geometry, ...) raises
+``gdn.InvalidArgument``, a ``ValueError``. Every message names the argument.
+"""
+
+import sys as _sys
+
+from . import _gdn
+from ._gdn import (  # noqa: F401  (re-exported)
+    HeadConfig,
+    InvalidArgument,
+    has_cuda,
+    index_checking_enabled,
+    kokkos_initialized_here,
+    ring_record_elements,
+    set_index_checking,
+)
+
+__version__ = _gdn.__version__
+
+__all__ = [
+    "HeadConfig",
+    "InvalidArgument",
+    "has_cuda",
+    "index_checking_enabled",
+    "kokkos_initialized_here",
+    "prepare_stream",
+    "recurrence_fwd",
+    "recurrence_verify_ring",
+    "ring_record_elements",
+    "set_index_checking",
+    "state_fold",
+]
+
+
+def _torch_tensor(t):
+    """Whether t is a torch tensor (without importing torch)."""
+    torch = _sys.modules.get("torch")
+    return torch is not None and isinstance(t, torch.Tensor)
+
+
+def _stream(stream, *tensors):
+    """The stream handle of a call: ``stream`` if given (an int, or an object
+    with ``cuda_stream`` such as torch.cuda.Stream), else torch's current
+    stream when the first torch tensor among ``tensors`` is on CUDA, else None
+    (a CPU call)."""
+    if stream is not None:
+        return getattr(stream, "cuda_stream", stream)
+    torch = _sys.modules.get("torch")
+    if torch is None:
+        return None
+    for t in tensors:
+        if isinstance(t, torch.Tensor):
+            return torch.cuda.current_stream(t.device).cuda_stream if t.is_cuda else None
+    return None
+
+
+def _fold_table(t, cuda):
+    """The [L, B] table in the layout of the C++ API's table type: row-major on
+    the host, column-major on CUDA (Kokkos's default layouts). A torch tensor in
+    another layout is copied (L*B indices, on the current stream); other
+    producers must pass it in that layout."""
+    if not _torch_tensor(t) or t.dim() != 2:
+        return t
+    if not cuda:
+        return t.contiguous()
+    rows, cols = t.shape
+    if (rows <= 1 or t.stride(0) == 1) and (cols <= 1 or t.stride(1) == rows):
+        return t
+    return t.t().contiguous().t()
+
+
+def recurrence_fwd(cfg, qkv, decay, beta, row_offsets, state_slots, state, out, *, stream=None):
+    """Run the recurrence over every token of every sequence and commit the state.
+
+    Sequence b owns tokens ``row_offsets[b]:row_offsets[b+1]`` and starts from
+    pool row ``state[state_slots[b]]``; ``out`` is written for every token and
+    the final state written back to the same row.
+
+    ``cfg``: a :class:`HeadConfig`. ``stream``: for CUDA tensors, a
+    cudaStream_t handle (int) or a torch.cuda.Stream; default torch's current
+    stream. Returns None (``out`` and ``state`` are written in place).
+    """
+    _gdn.recurrence_fwd(cfg, qkv, decay, beta, row_offsets, state_slots, state, out,
+                        _stream(stream, qkv, state, out))
+
+
+def recurrence_verify_ring(cfg, qkv, decay, beta, row_offsets, state_slots, state, out,
+                           ring_slots, ring, *, stream=None):
+    """Verify a drafted window: write ``out`` (bit-identical to the forward's)
+    and, instead of the state, the ring records of every token.
+
+    A sequence of length 0 < L <= RING_LEN (``ring.shape[2]``) leaves its state
+    row untouched and writes the records ``ring[ring_slots[b], :, :L, :rec]``
+    (``rec = ring_record_elements(Dk, Dv, G)``); a longer one writes no record
+    and commits its state as the forward does.
+    """
+    _gdn.recurrence_verify_ring(cfg, qkv, decay, beta, row_offsets, state_slots, state, out,
+                                ring_slots, ring, _stream(stream, qkv, state, out))
+
+
+def state_fold(cfg, state_rows, state, ring_rows, ring, num_accepted, *, stream=None):
+    """Commit the first ``num_accepted[b]`` ring records of every sequence into
+    the state, for all L layers in one launch.
+
+    Layer l, sequence b: pool row ``state_rows[l, b]``, ring row
+    ``ring_rows[l, b]``. Rows with ``num_accepted[b] == 0`` or ``> RING_LEN``
+    are not touched. With a float32 ring the result equals, bit for bit, a
+    forward over the accepted tokens.
+    """
+    s = _stream(stream, state, ring, num_accepted)
+    cuda = s is not None
+    _gdn.state_fold(cfg, _fold_table(state_rows, cuda), state, _fold_table(ring_rows, cuda), ring,
+                    num_accepted, s)
+
+
+def prepare_stream(stream=None):
+    """Create gdn's Kokkos execution space instance for a CUDA stream now.
+
+    gdn makes one instance per stream on the stream's first use, which
+    synchronizes the device: a CUDA graph capture forbids that, so call this
+    (or make any gdn call on the stream) before capturing on a stream.
+    ``stream``: a torch.cuda.Stream or a cudaStream_t handle; default torch's
+    current stream.
+    """
+    if stream is None:
+        import torch
+
+        stream = torch.cuda.current_stream()
+    handle = getattr(stream, "cuda_stream", stream)
+    _gdn.prepare_stream(int(handle))

@@ -1,0 +1,54 @@
+"""gdn's Python entry on CPU tensors (Kokkos's host space). The cases are in gdn_cases.py."""
+
+import numpy as np
+import pytest
+import torch
+
+import gdn
+from gdn_cases import *  # noqa: F401,F403  (the shared test cases)
+from gdn_cases import Problem, assert_close_to_reference
+
+
+@pytest.fixture
+def device():
+    return "cpu"
+
+
+def test_numpy_arrays_speak_dlpack():
+    """Any DLPack producer works: numpy arrays (uint32 indices) give the same bits as torch."""
+    p = Problem("cpu", lengths=(3, 4))
+    qkv, decay, beta, off, slots = p.inputs()
+    state_t, out_t = p.state(), p.out()
+    gdn.recurrence_fwd(p.cfg, qkv, decay, beta, off, slots, state_t, out_t)
+    state_n = p.state0.numpy().copy()
+    out_n = np.zeros((qkv.shape[0], p.cfg.value_dim), dtype=np.float32)
+    gdn.recurrence_fwd(p.cfg, qkv.numpy(), decay.numpy(), beta.numpy(),
+                       np.asarray(p.offsets, dtype=np.uint32), np.asarray(p.slots, dtype=np.uint32),
+                       state_n, out_n)
+    assert np.array_equal(out_n.view(np.int32), out_t.numpy().view(np.int32))
+    assert np.array_equal(state_n.view(np.int32), state_t.numpy().view(np.int32))
+    assert_close_to_reference(torch.from_numpy(out_n), torch.from_numpy(state_n), p)
+
+
+def test_numpy_array_refuses_a_stream():
+    p = Problem("cpu", lengths=(2,))
+    qkv, decay, beta, off, slots = p.inputs()
+    with pytest.raises(ValueError, match="'qkv'.*CUDA"):
+        gdn.recurrence_fwd(p.cfg, qkv.numpy(), decay, beta, off, slots, p.state(), p.out(),
+                           stream=12345)
+
+
+def test_readme_example():
+    """The speculative-decoding step of python/README.md runs (on CPU here)."""
+    import pathlib
+    import re
+
+    text = (pathlib.Path(__file__).resolve().parents[1] / "README.md").read_text()
+    section = text.split("## One speculative-decoding step", 1)[1]
+    code = re.search(r"```python\n(.*?)```", section, re.S).group(1)
+    assert "gdn.state_fold" in code and len(code.strip().splitlines()) <= 16
+    scope = {}
+    exec(compile(code, "python/README.md", "exec"), scope)
+    state, before = scope["state"], torch.zeros_like(scope["state"])
+    assert not torch.equal(state, before)  # the fold committed the accepted tokens
+    assert torch.isfinite(state).all()

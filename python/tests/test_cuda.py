@@ -1,0 +1,127 @@
+"""gdn's Python entry on CUDA tensors (Kokkos::Cuda on the caller's stream).
+
+Skipped where torch has no CUDA device. Besides the shared cases of
+gdn_cases.py: device mismatches, explicit streams, and verify + fold
+captured in a torch.cuda.CUDAGraph and replayed with new inputs.
+"""
+
+import pytest
+import torch
+
+import gdn
+
+if not torch.cuda.is_available():
+    pytest.skip("no CUDA device", allow_module_level=True)
+if not gdn.has_cuda:
+    pytest.fail("torch has a CUDA device but this gdn module was built without CUDA",
+                pytrace=False)
+
+from gdn_cases import *  # noqa: E402,F401,F403  (the shared test cases)
+from gdn_cases import (  # noqa: E402
+    Problem, bits_equal, expect_error, fold_args, fwd_args, rel_err, reference, verify_args)
+
+
+@pytest.fixture
+def device():
+    return "cuda"
+
+
+def test_cpu_tensor_in_a_cuda_call_is_a_value_error():
+    p = Problem("cuda")
+    a = verify_args(p)
+    for name in ("decay", "state_slots", "state", "out", "ring"):
+        e = expect_error(ValueError, name, gdn.recurrence_verify_ring, a, **{name: a[name].cpu()})
+        assert "cuda" in str(e).lower() and "cpu" in str(e).lower()
+    b = fold_args(p)
+    for name in ("state_rows", "ring", "num_accepted"):
+        expect_error(ValueError, name, gdn.state_fold, b, **{name: b[name].cpu()})
+
+
+def test_cuda_tensor_in_a_cpu_call_is_a_value_error():
+    p = Problem("cpu")
+    a = fwd_args(p)
+    expect_error(ValueError, "state", gdn.recurrence_fwd, a, state=a["state"].cuda())
+
+
+def test_runs_on_the_current_and_on_an_explicit_stream():
+    p = Problem("cuda", lengths=(5, 3))
+    qkv, decay, beta, off, slots = p.inputs()
+    s0, o0 = p.state(), p.out()
+    gdn.recurrence_fwd(p.cfg, qkv, decay, beta, off, slots, s0, o0)
+    torch.cuda.synchronize()
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    s1, o1 = p.state(), p.out()
+    s2, o2 = p.state(), p.out()
+    torch.cuda.synchronize()
+    with torch.cuda.stream(side):  # the wrapper reads this stream
+        gdn.recurrence_fwd(p.cfg, qkv, decay, beta, off, slots, s1, o1)
+    gdn.recurrence_fwd(p.cfg, qkv, decay, beta, off, slots, s2, o2, stream=side.cuda_stream)
+    side.synchronize()
+    assert bits_equal(o0, o1) and bits_equal(s0, s1)
+    assert bits_equal(o0, o2) and bits_equal(s0, s2)
+    assert rel_err(o0, reference(p)[0]) <= 1e-4
+
+
+def test_first_use_of_a_stream_inside_a_capture_is_an_error():
+    p = Problem("cuda", lengths=(2,))
+    qkv, decay, beta, off, slots = p.inputs()
+    state, out = p.state(), p.out()
+    fresh = torch.cuda.Stream()
+    g = torch.cuda.CUDAGraph()
+    with pytest.raises(RuntimeError, match="prepare_stream"):
+        with torch.cuda.graph(g, stream=fresh):
+            gdn.recurrence_fwd(p.cfg, qkv, decay, beta, off, slots, state, out)
+
+
+def test_verify_and_fold_in_a_cuda_graph():
+    """verify + fold captured once, replayed with new inputs: the same bits as eager calls."""
+    ring_len = 4
+    lengths = [4, 2, 4]
+    base = Problem("cuda", lengths=lengths, seed=1)
+    cfg = base.cfg
+    batch = len(lengths)
+    # Static buffers the graph reads and writes.
+    qkv, decay, beta, off, slots = base.inputs()
+    state = base.state()
+    out = base.out()
+    ring = base.ring(ring_len)
+    ring_slots = base.idx([2, 0, 1])
+    state_rows = base.idx([base.slots])
+    ring_rows = base.idx([[2, 0, 1]])
+    accepted = base.idx([1, 2, 3])
+
+    # Eager calls first (the kernels' one-time setup), then the capture stream's instance.
+    gdn.recurrence_verify_ring(cfg, qkv, decay, beta, off, slots, state.clone(), out.clone(),
+                               ring_slots, ring.clone())
+    gdn.state_fold(cfg, state_rows, state.clone(), ring_rows, ring.clone(), accepted)
+    torch.cuda.synchronize()
+    capture_stream = torch.cuda.Stream()
+    gdn.prepare_stream(capture_stream)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph, stream=capture_stream):
+        gdn.recurrence_verify_ring(cfg, qkv, decay, beta, off, slots, state, out, ring_slots, ring)
+        gdn.state_fold(cfg, state_rows, state, ring_rows, ring, accepted)
+
+    for step in range(3):
+        p = Problem("cuda", lengths=lengths, seed=100 + step)
+        n = [(step + b) % (lengths[b] + 1) for b in range(batch)]
+        new_acc = base.idx(n)
+        # New inputs into the static buffers, then replay.
+        qkv.copy_(p.qkv)
+        decay.copy_(p.decay)
+        beta.copy_(p.beta)
+        state.copy_(p.state0)
+        accepted.copy_(new_acc)
+        graph.replay()
+        # The same calls, eagerly, on fresh tensors.
+        e_state, e_out, e_ring = p.state(), p.out(), p.ring(ring_len)
+        q2, d2, b2, off2, slots2 = p.inputs()
+        gdn.recurrence_verify_ring(cfg, q2, d2, b2, off2, slots2, e_state, e_out, ring_slots,
+                                   e_ring)
+        gdn.state_fold(cfg, state_rows, e_state, ring_rows, e_ring, new_acc)
+        torch.cuda.synchronize()
+        assert bits_equal(out, e_out), f"step {step}: out"
+        assert bits_equal(state, e_state), f"step {step}: state"
+        assert bits_equal(ring, e_ring), f"step {step}: ring"
+        assert rel_err(out, reference(p)[0]) <= 1e-4
