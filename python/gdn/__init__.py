@@ -91,21 +91,6 @@ def _stream(stream, *tensors):
     return None
 
 
-def _fold_table(t, cuda):
-    """The [L, B] table in the layout of the C++ API's table type: row-major on
-    the host, column-major on CUDA (Kokkos's default layouts). A torch tensor in
-    another layout is copied (L*B indices, on the current stream); other
-    producers must pass it in that layout."""
-    if not _torch_tensor(t) or t.dim() != 2:
-        return t
-    if not cuda:
-        return t.contiguous()
-    rows, cols = t.shape
-    if (rows <= 1 or t.stride(0) == 1) and (cols <= 1 or t.stride(1) == rows):
-        return t
-    return t.t().contiguous().t()
-
-
 def recurrence_fwd(cfg, qkv, decay, beta, row_offsets, state_slots, state, out, *, stream=None):
     """Run the recurrence over every token of every sequence and commit the state.
 
@@ -144,10 +129,8 @@ def state_fold(cfg, state_rows, state, ring_rows, ring, num_accepted, *, stream=
     are not touched. With a float32 ring the result equals, bit for bit, a
     forward over the accepted tokens.
     """
-    s = _stream(stream, state, ring, num_accepted)
-    cuda = s is not None
-    _gdn.state_fold(cfg, _fold_table(state_rows, cuda), state, _fold_table(ring_rows, cuda), ring,
-                    num_accepted, s)
+    _gdn.state_fold(cfg, state_rows, state, ring_rows, ring, num_accepted,
+                    _stream(stream, state, ring, num_accepted))
 
 
 def prepare_stream(stream=None):

@@ -344,40 +344,30 @@ Kokkos::View<T**, Kokkos::LayoutStride, M> strided_2d(const Call& c, const Arg& 
                            static_cast<std::size_t>(n1), static_cast<std::size_t>(s1)));
 }
 
-/// [n] uint32, contiguous (int32 tensors are read as uint32).
+/// [n] uint32 with the tensor's stride, no copy (int32 tensors are read as uint32).
 template <class M>
-Kokkos::View<const std::uint32_t*, M> index_1d(const Call& c, const Arg& a, const char* shape) {
+Kokkos::View<const std::uint32_t*, Kokkos::LayoutStride, M> index_1d(const Call& c, const Arg& a,
+                                                                      const char* shape) {
   c.expect_index(a);
   c.expect_rank(a, 1, shape);
-  if (!a.empty() && a.extent(0) > 1 && a.stride(0) != 1) {
-    throw py::value_error(c.prefix(a.name) +
-                          "expected a contiguous tensor (stride 1), got strides " +
-                          a.strides_str());
-  }
-  return Kokkos::View<const std::uint32_t*, M>(static_cast<const std::uint32_t*>(a.data()),
-                                               static_cast<std::size_t>(a.extent(0)));
+  return Kokkos::View<const std::uint32_t*, Kokkos::LayoutStride, M>(
+      static_cast<const std::uint32_t*>(a.data()),
+      Kokkos::LayoutStride(static_cast<std::size_t>(a.extent(0)),
+                           static_cast<std::size_t>(a.stride(0))));
 }
 
-/// [L, B] uint32 in the layout of the C++ API's table type: Kokkos's default
-/// layout of the memory space, row-major on the host, column-major on CUDA.
+/// [L, B] uint32 with the tensor's strides, no copy (the C++ API takes index
+/// views in any layout).
 template <class M>
-Kokkos::View<const std::uint32_t**, M> index_2d(const Call& c, const Arg& a) {
-  using V = Kokkos::View<const std::uint32_t**, M>;
+Kokkos::View<const std::uint32_t**, Kokkos::LayoutStride, M> index_2d(const Call& c, const Arg& a) {
   c.expect_index(a);
   c.expect_rank(a, 2, "[L, B]");
-  const std::int64_t n0 = a.extent(0), n1 = a.extent(1);
-  const bool right = std::is_same<typename V::array_layout, Kokkos::LayoutRight>::value;
-  const std::int64_t want0 = right ? n1 : 1, want1 = right ? 1 : n0;
-  if (!a.empty() && ((n0 > 1 && a.stride(0) != want0) || (n1 > 1 && a.stride(1) != want1))) {
-    throw py::value_error(c.prefix(a.name) + "expected " +
-                          (right ? std::string("a row-major (C-contiguous)")
-                                 : std::string("a column-major (Fortran-order)")) +
-                          " [L, B] table on this device, strides (" + std::to_string(want0) + ", " +
-                          std::to_string(want1) + "), got strides " + a.strides_str() +
-                          (right ? "" : " (torch: t.t().contiguous().t())"));
-  }
-  return V(static_cast<const std::uint32_t*>(a.data()), static_cast<std::size_t>(n0),
-           static_cast<std::size_t>(n1));
+  return Kokkos::View<const std::uint32_t**, Kokkos::LayoutStride, M>(
+      static_cast<const std::uint32_t*>(a.data()),
+      Kokkos::LayoutStride(static_cast<std::size_t>(a.extent(0)),
+                           static_cast<std::size_t>(a.stride(0)),
+                           static_cast<std::size_t>(a.extent(1)),
+                           static_cast<std::size_t>(a.stride(1))));
 }
 
 /// A dense pool [n0, n1, n2, n3] (row-major, C-contiguous).
