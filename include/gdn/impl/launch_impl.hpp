@@ -32,7 +32,7 @@ void launch_team_kernel(const char* label, const ExecSpace& space, Kernel&& kern
   if (kernel.m_items == 0) return;
   long long league = TeamShape<ExecSpace>::league(space, kernel.m_items);
   if (std::getenv("GDN_AB_TEAM_PER_ITEM") != nullptr && std::string(label).find("recurrence") != std::string::npos) {
-    league = kernel.m_items;  // A-B experiment (removed after its measurement)
+    league = kernel.m_items;  // one team per item (comparison launch)
   }
   typename K::Policy policy(space, static_cast<int>(league), K::kThreads);
   policy.set_scratch_size(0, Kokkos::PerTeam(K::scratch_bytes()));
