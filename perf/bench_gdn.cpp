@@ -522,6 +522,20 @@ void run_case(benchmark::State& st, const Case& c, const Settings& s) {
 
 // ---------------------------------------------------------------------------
 void register_cases(const Settings& s) {
+  int skipped = 0;
+  auto add = [&](const Case& c) {
+    if (c.footprint() > s.max_bytes) {
+      std::printf("gdn_bench: skipped %s (%.1f GiB of buffers > GDN_BENCH_MAX_GIB)\n",
+                  c.name().c_str(), c.footprint() / double(1ull << 30));
+      ++skipped;
+      return;
+    }
+    benchmark::RegisterBenchmark(c.name().c_str(),
+                                 [c, s](benchmark::State& st) { run_case(st, c, s); })
+        ->Iterations(1)
+        ->UseManualTime()
+        ->Unit(benchmark::kMicrosecond);
+  };
   const int batches[] = {1, 8, 32, 128, 256, 512};
   const int windows[] = {1, 2, 4, 8, 16};
   struct Variant {
@@ -530,7 +544,6 @@ void register_cases(const Settings& s) {
   };
   const Variant variants[] = {
       {Kernel::Fwd, 1}, {Kernel::Verify, 1}, {Kernel::Fold, 1}, {Kernel::Fold, kModelLayers}};
-  int skipped = 0;
   for (const Variant& v : variants)
     for (int dim : {128, 64})
       for (bool bf16_state : {false, true})
@@ -545,17 +558,7 @@ void register_cases(const Settings& s) {
             c.batch = batch;
             c.window = window;
             c.record_align = s.record_align;
-            if (c.footprint() > s.max_bytes) {
-              std::printf("gdn_bench: skipped %s (%.1f GiB of buffers > GDN_BENCH_MAX_GIB)\n",
-                          c.name().c_str(), c.footprint() / double(1ull << 30));
-              ++skipped;
-              continue;
-            }
-            benchmark::RegisterBenchmark(c.name().c_str(),
-                                         [c, s](benchmark::State& st) { run_case(st, c, s); })
-                ->Iterations(1)
-                ->UseManualTime()
-                ->Unit(benchmark::kMicrosecond);
+            add(c);
           }
   // Prefill: long prompts, D = 128 (Qwen3-Next's layer).
   const int prompts[][2] = {{1, 1024}, {1, 4096}, {1, 8192}, {4, 4096}, {16, 4096}};
@@ -567,15 +570,7 @@ void register_cases(const Settings& s) {
       c.bf16_state = bf16_state;
       c.batch = bl[0];
       c.window = bl[1];
-      if (c.footprint() > s.max_bytes) {
-        ++skipped;
-        continue;
-      }
-      benchmark::RegisterBenchmark(c.name().c_str(),
-                                   [c, s](benchmark::State& st) { run_case(st, c, s); })
-          ->Iterations(1)
-          ->UseManualTime()
-          ->Unit(benchmark::kMicrosecond);
+      add(c);
     }
   if (skipped) std::printf("gdn_bench: %d cases skipped for memory\n", skipped);
 }

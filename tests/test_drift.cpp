@@ -106,6 +106,17 @@ void expect_within(const char* what, int tokens, double e_kernel, double e_f32, 
 
 const gdn::HeadConfig kCfg = heads(1, 2, 128);
 
+// Tokens `rows` of the uploaded sequence as the inputs of one call (one row, offsets given).
+gdn::TokenInputs<Mem> window_inputs(const DeviceInputs& d, std::pair<std::size_t, std::size_t> rows,
+                                    const Index& offsets) {
+  gdn::TokenInputs<Mem> in;
+  in.qkv = Kokkos::subview(d.in.qkv, rows, Kokkos::ALL);
+  in.decay = Kokkos::subview(d.in.decay, rows, Kokkos::ALL);
+  in.beta = Kokkos::subview(d.in.beta, rows, Kokkos::ALL);
+  in.row_offsets = offsets;
+  return in;
+}
+
 TEST(Drift, ChunkedPrefillWithin4xOfPerTokenFloat32) {
   const ExecSpace space;
   const Problem p = adversarial_problem(kCfg, 301);
@@ -116,11 +127,7 @@ TEST(Drift, ChunkedPrefillWithin4xOfPerTokenFloat32) {
   const auto slots = to_device({0u});
   for (int t0 = 0; t0 < kTokens; t0 += kCheckEvery) {  // one call per 4096 tokens
     const auto rows = std::make_pair(std::size_t(t0), std::size_t(t0 + kCheckEvery));
-    gdn::TokenInputs<Mem> in;
-    in.qkv = Kokkos::subview(d.in.qkv, rows, Kokkos::ALL);
-    in.decay = Kokkos::subview(d.in.decay, rows, Kokkos::ALL);
-    in.beta = Kokkos::subview(d.in.beta, rows, Kokkos::ALL);
-    in.row_offsets = to_device({0u, std::uint32_t(kCheckEvery)});
+    const auto in = window_inputs(d, rows, to_device({0u, std::uint32_t(kCheckEvery)}));
     gdn::recurrence_fwd(space, kCfg, in, slots, S, Kokkos::subview(out.view, rows, Kokkos::ALL));
     space.fence();
     base.advance(t0 + kCheckEvery);
@@ -150,13 +157,9 @@ TEST(Drift, SpeculativeLoopWithin2xOfPerTokenFloat32) {
     const int w = std::min(std::uniform_int_distribution<int>(4, 16)(rng), kTokens - pos);
     const int n = std::uniform_int_distribution<int>(1, w)(rng);
     const auto rows = std::make_pair(std::size_t(pos), std::size_t(pos + w));
-    gdn::TokenInputs<Mem> in;
-    in.qkv = Kokkos::subview(d.in.qkv, rows, Kokkos::ALL);
-    in.decay = Kokkos::subview(d.in.decay, rows, Kokkos::ALL);
-    in.beta = Kokkos::subview(d.in.beta, rows, Kokkos::ALL);
     h_off(1) = std::uint32_t(w);
     Kokkos::deep_copy(offsets, h_off);
-    in.row_offsets = offsets;
+    const auto in = window_inputs(d, rows, offsets);
     gdn::recurrence_verify_ring(space, kCfg, in, zero, S,
                                 Kokkos::subview(out.view, rows, Kokkos::ALL), zero, ring);
     h_acc(0) = std::uint32_t(n);
