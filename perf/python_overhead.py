@@ -48,7 +48,7 @@ def make_case(device, batch, tokens, nk, nv, dk, state_dtype=torch.float32):
     ring = torch.zeros(max(batch, 1), nk, tokens, rec, device=device)
     acc = torch.full((batch,), tokens // 2, dtype=torch.int32, device=device)
     cuda = device == "cuda"
-    rows = gdn._fold_table(slots.view(1, batch), cuda)  # the layout the C++ table type has
+    rows = slots.view(1, batch)  # [L = 1, B]
     fwd = (cfg, qkv, decay, beta, off, slots, state, out)
     verify = fwd + (slots, ring)
     fold = (cfg, rows, state, rows, ring, acc)

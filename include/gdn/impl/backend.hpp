@@ -70,6 +70,13 @@ struct TeamShape<Kokkos::Cuda> {
 };
 #endif
 
+/// The execution property of every team kernel's policy: Kokkos passes the
+/// functor as a kernel argument (up to 4 KiB) whatever its size. Without it
+/// Kokkos 3.4 copies a functor of more than 512 bytes into constant memory
+/// before each launch, behind an event synchronisation that a CUDA graph
+/// capture does not allow. Host spaces ignore it.
+using TeamKernelLaunch = Kokkos::Experimental::WorkItemProperty::HintLightWeight_t;
+
 /// Columns of one team's tile; the same on every backend (64), so work items
 /// are counted the same way everywhere.
 constexpr int kTileCols = 64;

@@ -48,7 +48,8 @@ struct FoldKernel {
   static constexpr int kScratchFloats =
       kC * Dk + kC * kTileCols + (kC + 3) / 4 * 4 + kBufFloats;
   using Policy =
-      Kokkos::TeamPolicy<ExecSpace, Kokkos::LaunchBounds<kThreads, Traits::min_teams>>;
+      Kokkos::TeamPolicy<ExecSpace, Kokkos::LaunchBounds<kThreads, Traits::min_teams>,
+                         TeamKernelLaunch>;
   using Member = typename Policy::member_type;
   using ScratchView =
       Kokkos::View<float*, typename ExecSpace::scratch_memory_space, Kokkos::MemoryUnmanaged>;

@@ -16,8 +16,6 @@
 #include <Kokkos_Core.hpp>
 
 #include <cmath>
-#include <cstdlib>
-#include <string>
 #include <cstdint>
 #include <type_traits>
 #include <utility>
@@ -30,10 +28,7 @@ template <class Kernel, class ExecSpace>
 void launch_team_kernel(const char* label, const ExecSpace& space, Kernel&& kernel) {
   using K = std::decay_t<Kernel>;
   if (kernel.m_items == 0) return;
-  long long league = TeamShape<ExecSpace>::league(space, kernel.m_items);
-  if (std::getenv("GDN_AB_TEAM_PER_ITEM") != nullptr && std::string(label).find("recurrence") != std::string::npos) {
-    league = kernel.m_items;  // one team per item (comparison launch)
-  }
+  const long long league = TeamShape<ExecSpace>::league(space, kernel.m_items);
   typename K::Policy policy(space, static_cast<int>(league), K::kThreads);
   policy.set_scratch_size(0, Kokkos::PerTeam(K::scratch_bytes()));
   Kokkos::parallel_for(label, policy, kernel);

@@ -48,7 +48,8 @@ struct RecurrenceKernel {
   static constexpr int kTiles = Dk / kTileCols;  // tiles per head
   using Scratch = ChunkScratch<Dk, kC>;
   using Policy =
-      Kokkos::TeamPolicy<ExecSpace, Kokkos::LaunchBounds<kThreads, Traits::min_teams>>;
+      Kokkos::TeamPolicy<ExecSpace, Kokkos::LaunchBounds<kThreads, Traits::min_teams>,
+                         TeamKernelLaunch>;
   using Member = typename Policy::member_type;
   using ScratchView =
       Kokkos::View<float*, typename ExecSpace::scratch_memory_space, Kokkos::MemoryUnmanaged>;
