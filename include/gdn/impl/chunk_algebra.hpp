@@ -31,25 +31,44 @@
 namespace gdn {
 namespace Impl {
 
-/// `sum_i x[i] * y[i]` over `D` floats by a lane group: lane `l` sums its
-/// rows `lane_row<Lanes>(l, i)` (i ascending, element i into partial i % 4,
-/// partials combined as (p0 + p1) + (p2 + p3)), then lane_all_sum. Every lane
-/// of the group ends with the same bits. The Gram entries and the norms.
+/// `sum_i x[i] * y[i]` over `D` floats by a lane group, every lane of the
+/// group ending with the same bits; the Gram entries and the norms. Several
+/// lanes (GPU): lane `l` sums its rows `lane_row<Lanes>(l, i)` (i ascending,
+/// element i into partial i % 4, partials combined as (p0 + p1) + (p2 + p3)),
+/// then lane_all_sum. One lane (host): element i into partial i % 16 (one
+/// 512-bit vector), partials combined in halves (p[e] + p[e + 8], then
+/// + 4, + 2, + 1).
 template <int Lanes, int D>
 KOKKOS_FORCEINLINE_FUNCTION float group_dot(const float* x, const float* y, int lane,
                                             unsigned mask) {
-  constexpr int kRows = D / Lanes;
-  static_assert(kRows % 4 == 0, "four partial sums");
-  float p[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-  GDN_UNROLL
-  for (int i = 0; i < kRows; i += 4) {
-    float a[4], b[4];
-    load4(x + lane_row<Lanes>(lane, i), a);
-    load4(y + lane_row<Lanes>(lane, i), b);
+  if constexpr (Lanes == 1 && D % 16 == 0) {
+    (void)lane;
+    (void)mask;
+    float p[16];
+    GDN_SIMD
+    for (int e = 0; e < 16; ++e) p[e] = 0.0f;
+    for (int i = 0; i < D; i += 16) {
+      GDN_SIMD
+      for (int e = 0; e < 16; ++e) p[e] = fmaf(x[i + e], y[i + e], p[e]);
+    }
+    for (int w = 8; w >= 1; w /= 2) {
+      for (int e = 0; e < w; ++e) p[e] = p[e] + p[e + w];
+    }
+    return p[0];
+  } else {
+    constexpr int kRows = D / Lanes;
+    static_assert(kRows % 4 == 0, "four partial sums");
+    float p[4] = {0.0f, 0.0f, 0.0f, 0.0f};
     GDN_UNROLL
-    for (int e = 0; e < 4; ++e) p[e] = fmaf(a[e], b[e], p[e]);
+    for (int i = 0; i < kRows; i += 4) {
+      float a[4], b[4];
+      load4(x + lane_row<Lanes>(lane, i), a);
+      load4(y + lane_row<Lanes>(lane, i), b);
+      GDN_UNROLL
+      for (int e = 0; e < 4; ++e) p[e] = fmaf(a[e], b[e], p[e]);
+    }
+    return lane_all_sum<Lanes>((p[0] + p[1]) + (p[2] + p[3]), mask);
   }
-  return lane_all_sum<Lanes>((p[0] + p[1]) + (p[2] + p[3]), mask);
 }
 
 /// `num / sqrt(sum_sq + 1e-6)`: a key's inverse norm (num = 1) or a query's
@@ -249,6 +268,25 @@ KOKKOS_FORCEINLINE_FUNCTION float readout(const ChunkScratch<Dk, C>& s, int j, i
   float o = s.gam[j] * s.r[j * kTileCols + c];
   for (int i = 0; i <= j; ++i) o = fmaf(s.akq[j * C + i], s.u[i * kTileCols + c], o);
   return s.qf[j] * o;
+}
+
+/// `readout(s, j, c)` for every tile column c at once (the same operations
+/// per column; the host vectorises over the columns).
+template <int Dk, int C>
+KOKKOS_FORCEINLINE_FUNCTION void readout_row(const ChunkScratch<Dk, C>& s, int j,
+                                             float (&o)[kTileCols]) {
+  const float gam = s.gam[j], qf = s.qf[j];
+  const float* rj = s.r + j * kTileCols;
+  GDN_SIMD
+  for (int c = 0; c < kTileCols; ++c) o[c] = gam * rj[c];
+  for (int i = 0; i <= j; ++i) {
+    const float a = s.akq[j * C + i];
+    const float* ui = s.u + i * kTileCols;
+    GDN_SIMD
+    for (int c = 0; c < kTileCols; ++c) o[c] = fmaf(a, ui[c], o[c]);
+  }
+  GDN_SIMD
+  for (int c = 0; c < kTileCols; ++c) o[c] = qf * o[c];
 }
 
 /// Step 4 on a thread's fragment: records j = 0 .. n-1 in order, key rows

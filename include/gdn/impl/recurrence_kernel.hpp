@@ -126,9 +126,17 @@ struct RecurrenceKernel {
       constexpr int kPer = (kTileCols + kThreads - 1) / kThreads;  // columns per thread, step 3
       if (rank * kPer < kTileCols) delta_factors<kPer>(s, n, rank * kPer);
       team.team_barrier();
-      for (int e = rank; e < n * kTileCols; e += kThreads) {
-        const int j = e / kTileCols, c = e % kTileCols;
-        m.out(t0 + c0 + j, long(h) * Dk + tcol + c) = readout(s, j, c);
+      if constexpr (kThreads == 1) {  // host: a row of outputs at a time
+        for (int j = 0; j < n; ++j) {
+          float o[kTileCols];
+          readout_row(s, j, o);
+          for (int c = 0; c < kTileCols; ++c) m.out(t0 + c0 + j, long(h) * Dk + tcol + c) = o[c];
+        }
+      } else {
+        for (int e = rank; e < n * kTileCols; e += kThreads) {
+          const int j = e / kTileCols, c = e % kTileCols;
+          m.out(t0 + c0 + j, long(h) * Dk + tcol + c) = readout(s, j, c);
+        }
       }
       if (record) write_records(team, s, b, c0, n, kh, g, tile);
       if (!record || c0 + n < len) {
