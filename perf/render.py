@@ -322,7 +322,7 @@ def summary(data, references=None):
                    "RING_LEN = T: outputs and records written, state not)")
         out.append("")
         head = ["state", "T", "time (us)", "roofline (us)", "of roofline"]
-        head += [f"{REFERENCE_NAME} (us)", "gdn faster by"] if with_ref else []
+        head += [f"{REFERENCE_NAME} (us)", "its time / gdn's"] if with_ref else []
         out.append("| " + " | ".join(head) + " |")
         out.append("|---|---:|" + "---:|" * (len(head) - 2))
         out += ["| " + " | ".join(r if with_ref else r[:5]) + " |" for r in rows]

@@ -96,7 +96,8 @@ void narrow_on_device_vec(const Kokkos::View<std::uint32_t*, Mem>& in,
         gdn::Impl::store_frag<8>(out.data() + 8 * i, f);
         float g[4];
         for (int e = 0; e < 4; ++e) g[e] = f[e];
-        gdn::Impl::store_frag<4>(out.data() + 8 * i, g);  // the 4-wide path (same values, same bits)
+        gdn::Impl::store_frag<4>(out.data() + 8 * i,
+                                 g);  // the 4-wide path (same values, same bits)
       });
 }
 

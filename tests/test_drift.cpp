@@ -31,8 +31,7 @@ Problem adversarial_problem(const gdn::HeadConfig& cfg, std::uint64_t seed) {
     const float noise = opposite ? 0.05f : 0.1f;
     for (int kh = 0; kh < cfg.num_key_heads; ++kh)
       for (int i = 0; i < D; ++i)
-        p.host.qkv[t * CD + cfg.key_dim() + kh * D + i] =
-            sign * dir[kh * D + i] + noise * x(rng);
+        p.host.qkv[t * CD + cfg.key_dim() + kh * D + i] = sign * dir[kh * D + i] + noise * x(rng);
   }
   for (std::size_t e = 0; e < p.host.decay.size(); ++e) {
     p.host.decay[e] = e % 4 == 0 ? 1.0f : dec(rng);
@@ -88,7 +87,9 @@ struct Baseline {
   std::vector<double> scratch_out;
   int at = 0;
   Baseline(const Problem& prob, const std::vector<float>& s0)
-      : p(prob), s64(s0.begin(), s0.end()), s32(s0),
+      : p(prob),
+        s64(s0.begin(), s0.end()),
+        s32(s0),
         scratch_out(std::size_t(kTokens) * prob.cfg.value_dim()) {}
   void advance(int to) {
     gdn_ref::forward(p.geo(), p.host, at, to, s64, scratch_out);
@@ -131,8 +132,8 @@ TEST(Drift, ChunkedPrefillWithin4xOfPerTokenFloat32) {
     gdn::recurrence_fwd(space, kCfg, in, slots, S, Kokkos::subview(out.view, rows, Kokkos::ALL));
     space.fence();
     base.advance(t0 + kCheckEvery);
-    expect_within("prefill", base.at, frob_rel(floats_of(S), base.s64), frob_rel(base.s32, base.s64),
-                  4.0);
+    expect_within("prefill", base.at, frob_rel(floats_of(S), base.s64),
+                  frob_rel(base.s32, base.s64), 4.0);
   }
 }
 

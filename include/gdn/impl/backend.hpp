@@ -143,7 +143,8 @@ KOKKOS_FORCEINLINE_FUNCTION void async_copy(void* scratch_dst, const void* src) 
                  : "memory");
   }
 #else
-  for (int b = 0; b < Bytes; ++b) static_cast<char*>(scratch_dst)[b] = static_cast<const char*>(src)[b];
+  for (int b = 0; b < Bytes; ++b)
+    static_cast<char*>(scratch_dst)[b] = static_cast<const char*>(src)[b];
 #endif
 }
 
@@ -215,7 +216,8 @@ KOKKOS_FORCEINLINE_FUNCTION void store_frag(float* p, const float (&s)[N]) {
   if constexpr (N % 4 == 0) {
     GDN_UNROLL
     for (int q = 0; q < N / 4; ++q) {
-      reinterpret_cast<float4*>(p)[q] = make_float4(s[4 * q], s[4 * q + 1], s[4 * q + 2], s[4 * q + 3]);
+      reinterpret_cast<float4*>(p)[q] =
+          make_float4(s[4 * q], s[4 * q + 1], s[4 * q + 2], s[4 * q + 3]);
     }
   } else
 #endif

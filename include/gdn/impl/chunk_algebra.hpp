@@ -178,8 +178,8 @@ constexpr int kColBlock = Cols < 16 ? Cols : 16;
 /// column l (l < Cols) or R of column l - Cols and writes it to scratch; the
 /// host's one lane writes all of them.
 template <int Lanes, int Rows, int Cols, int Dk, int C>
-KOKKOS_FORCEINLINE_FUNCTION void project(const float (&st)[Rows][Cols], const ChunkScratch<Dk, C>& s,
-                                         int j, int lane, int col0) {
+KOKKOS_FORCEINLINE_FUNCTION void project(const float (&st)[Rows][Cols],
+                                         const ChunkScratch<Dk, C>& s, int j, int lane, int col0) {
   constexpr int CB = kColBlock<Cols>;
   const float* kj = s.k + j * Dk;
   const float* qj = s.q + j * Dk;

@@ -45,11 +45,9 @@ struct FoldKernel {
   static_assert(!kPrefetch || kChunkBytes == 4 || kChunkBytes == 8 || kChunkBytes == 16,
                 "a fragment row is one async copy");
   static constexpr int kBufFloats = kPrefetch ? kRows * kThreads * kChunkBytes / 4 : 0;
-  static constexpr int kScratchFloats =
-      kC * Dk + kC * kTileCols + (kC + 3) / 4 * 4 + kBufFloats;
-  using Policy =
-      Kokkos::TeamPolicy<ExecSpace, Kokkos::LaunchBounds<kThreads, Traits::min_teams>,
-                         TeamKernelLaunch>;
+  static constexpr int kScratchFloats = kC * Dk + kC * kTileCols + (kC + 3) / 4 * 4 + kBufFloats;
+  using Policy = Kokkos::TeamPolicy<ExecSpace, Kokkos::LaunchBounds<kThreads, Traits::min_teams>,
+                                    TeamKernelLaunch>;
   using Member = typename Policy::member_type;
   using ScratchView =
       Kokkos::View<float*, typename ExecSpace::scratch_memory_space, Kokkos::MemoryUnmanaged>;
@@ -143,7 +141,8 @@ struct FoldKernel {
       if (next < m_items) issue_state(team, next, buf);
     } else {
       GDN_UNROLL
-      for (int i = 0; i < kRows; ++i) load_frag<kCols>(srow + lane_row<kLanes>(lane, i) * Dk, st[i]);
+      for (int i = 0; i < kRows; ++i)
+        load_frag<kCols>(srow + lane_row<kLanes>(lane, i) * Dk, st[i]);
     }
 
     const int uoff = Dk + g * Dk + tcol;

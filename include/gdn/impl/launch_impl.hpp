@@ -97,8 +97,9 @@ void FwdLauncher<ExecSpace, StateT>::run(const ExecSpace& space, const HeadConfi
   const std::size_t tokens = check_inputs(c, cfg, in, batch);
   check_state(c, cfg, state, batch > 0);
   check_out(c, cfg, out, tokens);
-  check_league(c, "state_slots", static_cast<long long>(batch) * cfg.num_value_heads *
-                                     (cfg.key_head_dim / kTileCols));
+  check_league(
+      c, "state_slots",
+      static_cast<long long>(batch) * cfg.num_value_heads * (cfg.key_head_dim / kTileCols));
   if (index_checking_enabled()) {
     check_recurrence_indices<ExecSpace, M>(c, space, in.row_offsets, tokens, state_slots,
                                            state.extent(0), nullptr, 0, 0);
@@ -127,8 +128,9 @@ void RingLauncher<ExecSpace, StateT, RingT>::verify(
            "extent(0) = " + to_str(ring_slots.extent(0)));
   }
   check_ring(c, cfg, ring, batch > 0);
-  check_league(c, "state_slots", static_cast<long long>(batch) * cfg.num_value_heads *
-                                     (cfg.key_head_dim / kTileCols));
+  check_league(
+      c, "state_slots",
+      static_cast<long long>(batch) * cfg.num_value_heads * (cfg.key_head_dim / kTileCols));
   if (index_checking_enabled()) {
     check_recurrence_indices<ExecSpace, M>(c, space, in.row_offsets, tokens, state_slots,
                                            state.extent(0), &ring_slots, ring.extent(0),
@@ -161,16 +163,17 @@ void RingLauncher<ExecSpace, StateT, RingT>::fold(
            "shape " + extents_str(state_rows));
   }
   if (!(ring_rows.extent(0) == layers && ring_rows.extent(1) == batch)) {
-    c.fail("ring_rows",
-           "shape [L, B] = [" + to_str(layers) + ", " + to_str(batch) +
-               "] (the shape of state_rows)",
-           "shape " + extents_str(ring_rows));
+    c.fail(
+        "ring_rows",
+        "shape [L, B] = [" + to_str(layers) + ", " + to_str(batch) + "] (the shape of state_rows)",
+        "shape " + extents_str(ring_rows));
   }
   const bool any = layers * batch > 0;
   check_state(c, cfg, state, any);
   check_ring(c, cfg, ring, any);
-  check_league(c, "state_rows", static_cast<long long>(layers) * batch * cfg.num_value_heads *
-                                    (cfg.key_head_dim / kTileCols));
+  check_league(c, "state_rows",
+               static_cast<long long>(layers) * batch * cfg.num_value_heads *
+                   (cfg.key_head_dim / kTileCols));
   if (index_checking_enabled()) {
     space.fence();
     const std::vector<std::uint32_t> na = host_copy_1d(num_accepted);

@@ -26,27 +26,27 @@ using OutView = Kokkos::View<float**, Kokkos::LayoutStride, M>;  // [tokens, val
 /// Everything the forward / verify kernel reads and writes, and the geometry.
 template <class StateT, class RingT, class M>
 struct RecurrenceParams {
-  TokenInputs<M> in;             // qkv [tokens, conv_dim], decay/beta [tokens, nv], offsets [B+1]
-  IndexView<M> slots;            // [B]
-  PoolView<StateT, M> state;     // [slots, nv, Dk, Dv]
-  OutView<M> out;                // [tokens, value_dim]
-  IndexView<M> ring_slots;       // [B] (verify)
-  PoolView<RingT, M> ring;       // [ring_rows, nk, RING_LEN, record_stride] (verify)
+  TokenInputs<M> in;          // qkv [tokens, conv_dim], decay/beta [tokens, nv], offsets [B+1]
+  IndexView<M> slots;         // [B]
+  PoolView<StateT, M> state;  // [slots, nv, Dk, Dv]
+  OutView<M> out;             // [tokens, value_dim]
+  IndexView<M> ring_slots;    // [B] (verify)
+  PoolView<RingT, M> ring;    // [ring_rows, nk, RING_LEN, record_stride] (verify)
   int nv = 0;
-  int group = 1;                 // G = nv / nk
-  int ring_len = 0;              // RING_LEN (verify), 0 for the forward
-  long key_dim = 0;              // nk * Dk
-  float q_scale = 1.0f;          // 1 / sqrt(Dk)
+  int group = 1;         // G = nv / nk
+  int ring_len = 0;      // RING_LEN (verify), 0 for the forward
+  long key_dim = 0;      // nk * Dk
+  float q_scale = 1.0f;  // 1 / sqrt(Dk)
 };
 
 /// Everything the fold kernel reads and writes.
 template <class StateT, class RingT, class M>
 struct FoldParams {
-  IndexTable<M> state_rows;                                     // [L, B]
-  PoolView<StateT, M> state;                                    // [slots, nv, Dk, Dv]
-  IndexTable<M> ring_rows;                                      // [L, B]
+  IndexTable<M> state_rows;                                    // [L, B]
+  PoolView<StateT, M> state;                                   // [slots, nv, Dk, Dv]
+  IndexTable<M> ring_rows;                                     // [L, B]
   Kokkos::View<const RingT****, Kokkos::LayoutRight, M> ring;  // [ring_rows, nk, RING_LEN, stride]
-  IndexView<M> num_accepted;                                    // [B]
+  IndexView<M> num_accepted;                                   // [B]
   int nv = 0;
   int group = 1;
   int ring_len = 0;

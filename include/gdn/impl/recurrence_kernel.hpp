@@ -47,9 +47,8 @@ struct RecurrenceKernel {
   static constexpr int kC = chunk_tokens;
   static constexpr int kTiles = Dk / kTileCols;  // tiles per head
   using Scratch = ChunkScratch<Dk, kC>;
-  using Policy =
-      Kokkos::TeamPolicy<ExecSpace, Kokkos::LaunchBounds<kThreads, Traits::min_teams>,
-                         TeamKernelLaunch>;
+  using Policy = Kokkos::TeamPolicy<ExecSpace, Kokkos::LaunchBounds<kThreads, Traits::min_teams>,
+                                    TeamKernelLaunch>;
   using Member = typename Policy::member_type;
   using ScratchView =
       Kokkos::View<float*, typename ExecSpace::scratch_memory_space, Kokkos::MemoryUnmanaged>;
@@ -99,10 +98,10 @@ struct RecurrenceKernel {
     const int g = h % m.group;
     const int rank = team.team_rank();
     const int lane = rank % kLanes;
-    const int cg = rank / kLanes;              // lane group
-    const int col0 = cg * kCols;               // this thread's first tile column
+    const int cg = rank / kLanes;  // lane group
+    const int col0 = cg * kCols;   // this thread's first tile column
     const unsigned mask = group_mask<kLanes>(rank);
-    const int tcol = tile * kTileCols;         // the tile's first column in the head
+    const int tcol = tile * kTileCols;  // the tile's first column in the head
 
     ScratchView raw(team.team_scratch(0), Scratch::kFloats + 4);
     const Scratch s(align16(raw.data()));
@@ -145,7 +144,8 @@ struct RecurrenceKernel {
     }
     if (!record) {
       GDN_UNROLL
-      for (int i = 0; i < kRows; ++i) store_frag<kCols>(srow + lane_row<kLanes>(lane, i) * Dk, st[i]);
+      for (int i = 0; i < kRows; ++i)
+        store_frag<kCols>(srow + lane_row<kLanes>(lane, i) * Dk, st[i]);
     }
   }
 
