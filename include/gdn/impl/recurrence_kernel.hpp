@@ -12,9 +12,11 @@
 /// Preconditions (checked on the host, validate.hpp): Dk == Dv == `Dk`, a
 /// multiple of 64; the state pool is dense (LayoutRight) and 16-byte aligned.
 ///
-/// Thread mapping. One team per work item (sequence b, value head h, tile of
+/// Thread mapping. Work items are (sequence b, value head h, tile of
 /// kTileCols = 64 state columns), tile fastest, so teams reading the same key
-/// and query run side by side. The team holds its state tile in registers
+/// and query run side by side; a team takes items league_rank, +
+/// league_size, ... (host: one team per item; CUDA: persistent teams, each
+/// prefetching its next item's state tile into L2). The team holds its state tile in registers
 /// (TeamShape, backend.hpp: CUDA 128 threads, lane `l` of column group `cg`
 /// holds 16 rows x 4 columns at Dk = 128; host one thread, the whole tile)
 /// from the first chunk to the last: the state is read once and written at
@@ -23,7 +25,8 @@
 /// fragment on each token's k and q (step 1, lane groups reduce); lane
 /// groups take token pairs for step 2's Gram entries and norms; threads take
 /// tile columns for step 3's delta factors (sequential in j) and
-/// (token, column) pairs for the readout; verify writes the records;
+/// (token, column) pairs for the readout (host: a row of 64 columns at a
+/// time); verify writes the records;
 /// step 4 folds the chunk into the registers if the state goes on.
 
 #include <gdn/config.hpp>
