@@ -123,8 +123,10 @@ def main():
 
 
 # --lines: the source of every instruction.
-GDN_SOURCES = ("recurrence_kernel.hpp", "token_step.hpp", "mapping.hpp", "run_plan.hpp",
-               "fast_div.hpp", "fold_kernel.hpp", "bf16.hpp")
+GDN_SOURCES = ("recurrence_kernel.hpp", "fold_kernel.hpp", "chunk_algebra.hpp", "backend.hpp",
+               "params.hpp", "bf16.hpp",
+               # the per-token kernels' files, for profiles of earlier builds
+               "token_step.hpp", "mapping.hpp", "run_plan.hpp", "fast_div.hpp")
 KERNEL_BODY = "Kokkos_Cuda_KernelLaunch.hpp"  # the frame that calls the functor
 
 

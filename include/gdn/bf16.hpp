@@ -7,9 +7,9 @@
 /// `gdn::bf16` is storage only: arithmetic always runs in float32. Widening
 /// is exact (the 16 bits become the high half of a float); narrowing rounds
 /// to nearest, ties to even, and keeps NaN a (quiet) NaN. The same code runs
-/// on host and device, so a bf16 pool rounds identically on every backend;
-/// only a NaN's payload may differ (the CUDA kernels store state pairs with
-/// the hardware conversion, which writes the canonical NaN; mapping.hpp).
+/// on host and device, and the kernels store a bf16 state with it on every
+/// backend (impl/backend.hpp, store_frag), so a bf16 pool holds the same bits
+/// whichever backend wrote it, NaN payloads included.
 
 #include <Kokkos_Core.hpp>
 
