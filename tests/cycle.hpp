@@ -1,7 +1,7 @@
 #ifndef GDN_TESTS_CYCLE_HPP
 #define GDN_TESTS_CYCLE_HPP
 
-// One speculative-decoding cycle checked against the promises of SPEC.md
+// One speculative-decoding cycle checked against the promises of docs/design.md
 // section 4: verify output == forward output (bits), short rows leave their
 // state untouched, long rows commit exactly as the forward, records land
 // where the layout says and nowhere else (poisoned ring rows, padding and

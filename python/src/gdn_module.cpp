@@ -649,7 +649,7 @@ PYBIND11_MODULE(_gdn, m) {
     }
   });
 
-  py::class_<gdn::HeadConfig>(m, "HeadConfig", "Head geometry of one layer (SPEC.md section 1).")
+  py::class_<gdn::HeadConfig>(m, "HeadConfig", "Head geometry of one layer (docs/design.md section 1).")
       .def(py::init([](int nk, int nv, int dk, int dv) {
              return gdn::HeadConfig{nk, nv, dk, dv};
            }),

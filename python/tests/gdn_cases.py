@@ -2,11 +2,11 @@
 CUDA (test_cuda.py) files; each file supplies the `device` fixture.
 
 The reference is a plain PyTorch float64 loop over tokens with the per-token
-mathematics of SPEC.md section 2 (qf, kinv, S <- a*S, kv = S^T k,
+mathematics of docs/design.md section 2 (qf, kinv, S <- a*S, kv = S^T k,
 u = beta*(v - kv*kinv)*kinv, S += k u^T, out = qf * S^T q). The library
 computes the same in float32 in its own (chunked) order, so the two agree
 within a tolerance; kernels are compared with each other bit for bit only
-where SPEC.md promises it (verify vs forward, fold vs forward, strided vs
+where docs/design.md promises it (verify vs forward, fold vs forward, strided vs
 dense inputs).
 """
 

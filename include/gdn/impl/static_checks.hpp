@@ -59,7 +59,7 @@ struct IndexViewTraits<ExecSpace, V, Rank, true> {
 
 /// The static_asserts of one index argument of a public function: FUNC and ARG
 /// are string literals (the function and the argument), SHAPE its shape in
-/// SPEC.md's symbols, V its type. Index views of any of the three layouts are
+/// docs/design.md's symbols, V its type. Index views of any of the three layouts are
 /// accepted on every backend: the function converts them to the LayoutStride
 /// views of params.hpp (Impl::IndexView, Impl::IndexTable).
 #define GDN_IMPL_STATIC_ASSERT_INDEX_VIEW(FUNC, ARG, RANK, SHAPE, ExecSpace, V)    \
