@@ -87,19 +87,32 @@ void launch_recurrence(const char* label, const ExecSpace& space, const HeadConf
   });
 }
 
+/// The shape checks forward and verify share (heads, inputs, state, out);
+/// returns the token count.
+template <class M, class StateT>
+std::size_t check_recurrence_shapes(const ArgCheck& c, const HeadConfig& cfg,
+                                    const TokenInputs<M>& in, std::size_t batch,
+                                    const PoolView<StateT, M>& state, const OutView<M>& out) {
+  check_heads(c, cfg);
+  const std::size_t tokens = check_inputs(c, cfg, in, batch);
+  check_state(c, cfg, state, batch > 0);
+  check_out(c, cfg, out, tokens);
+  return tokens;
+}
+
+/// Work items of a forward or verify launch over `batch` sequences.
+inline long long recurrence_items(const HeadConfig& cfg, std::size_t batch) {
+  return static_cast<long long>(batch) * cfg.num_value_heads * (cfg.key_head_dim / kTileCols);
+}
+
 template <class ExecSpace, class StateT>
 void FwdLauncher<ExecSpace, StateT>::run(const ExecSpace& space, const HeadConfig& cfg,
                                          const TokenInputs<M>& in, const IndexView<M>& state_slots,
                                          const PoolView<StateT, M>& state, const OutView<M>& out) {
   const ArgCheck c("gdn::recurrence_fwd");
-  check_heads(c, cfg);
   const std::size_t batch = state_slots.extent(0);
-  const std::size_t tokens = check_inputs(c, cfg, in, batch);
-  check_state(c, cfg, state, batch > 0);
-  check_out(c, cfg, out, tokens);
-  check_league(
-      c, "state_slots",
-      static_cast<long long>(batch) * cfg.num_value_heads * (cfg.key_head_dim / kTileCols));
+  const std::size_t tokens = check_recurrence_shapes(c, cfg, in, batch, state, out);
+  check_league(c, "state_slots", recurrence_items(cfg, batch));
   if (index_checking_enabled()) {
     check_recurrence_indices<ExecSpace, M>(c, space, in.row_offsets, tokens, state_slots,
                                            state.extent(0), nullptr, 0, 0);
@@ -118,19 +131,14 @@ void RingLauncher<ExecSpace, StateT, RingT>::verify(
     const IndexView<M>& state_slots, const PoolView<StateT, M>& state, const OutView<M>& out,
     const IndexView<M>& ring_slots, const PoolView<RingT, M>& ring) {
   const ArgCheck c("gdn::recurrence_verify_ring");
-  check_heads(c, cfg);
   const std::size_t batch = state_slots.extent(0);
-  const std::size_t tokens = check_inputs(c, cfg, in, batch);
-  check_state(c, cfg, state, batch > 0);
-  check_out(c, cfg, out, tokens);
+  const std::size_t tokens = check_recurrence_shapes(c, cfg, in, batch, state, out);
   if (!(ring_slots.extent(0) == batch)) {
     c.fail("ring_slots", "extent(0) == B = " + to_str(batch) + " (state_slots.extent(0))",
            "extent(0) = " + to_str(ring_slots.extent(0)));
   }
   check_ring(c, cfg, ring, batch > 0);
-  check_league(
-      c, "state_slots",
-      static_cast<long long>(batch) * cfg.num_value_heads * (cfg.key_head_dim / kTileCols));
+  check_league(c, "state_slots", recurrence_items(cfg, batch));
   if (index_checking_enabled()) {
     check_recurrence_indices<ExecSpace, M>(c, space, in.row_offsets, tokens, state_slots,
                                            state.extent(0), &ring_slots, ring.extent(0),
