@@ -70,6 +70,41 @@ struct TeamShape<Kokkos::Cuda> {
 };
 #endif
 
+/// \brief How a team of the fold kernel splits a tile of the state.
+///
+/// The fold updates every state element on its own (docs/design.md, step 4),
+/// so its mapping is free of any summation order. A team owns a tile of
+/// `tile_rows` x `tile_cols` state values; thread `t` holds rows
+/// `[(t / col_groups) * rows, + rows)` of columns `[(t % col_groups) * cols,
+/// + cols)` in registers (`col_groups = tile_cols / cols`). The host default:
+/// one thread holds a 64-column tile of all rows, as in TeamShape.
+template <class ExecSpace, int Dk>
+struct FoldShape {
+  static constexpr int threads = 1;
+  static constexpr int tile_cols = 64;
+  static constexpr int tile_rows = Dk;
+  static constexpr int cols = tile_cols;
+  static constexpr int rows = tile_rows;
+  static constexpr int min_teams = 1;
+  static long long league(const ExecSpace&, long long items) { return items; }
+};
+
+#if defined(KOKKOS_ENABLE_CUDA)
+/// CUDA: 128 threads of 8 rows x 4 columns (32 floats: registers for eight
+/// resident teams per SM); a tile spans whole rows, so a warp reads 512
+/// contiguous bytes of a float state per fragment row; one team per item.
+template <int Dk>
+struct FoldShape<Kokkos::Cuda, Dk> {
+  static constexpr int threads = 128;
+  static constexpr int cols = 4;
+  static constexpr int rows = 8;
+  static constexpr int tile_cols = Dk;
+  static constexpr int tile_rows = threads / (tile_cols / cols) * rows;
+  static constexpr int min_teams = 8;
+  static long long league(const Kokkos::Cuda&, long long items) { return items; }
+};
+#endif
+
 /// The execution property of every team kernel's policy: Kokkos passes the
 /// functor as a kernel argument (up to 4 KiB) whatever its size. Without it
 /// Kokkos 3.4 copies a functor of more than 512 bytes into constant memory

@@ -336,6 +336,41 @@ KOKKOS_FORCEINLINE_FUNCTION void fold_fragment(float (&st)[Rows][Cols], int lane
   }
 }
 
+/// Step 4 on a block of `Rows` x `Cols` state values held by one thread
+/// (rows `k` .. of the staged keys, columns `u` .. of the staged delta
+/// factors): records j = 0 .. n-1 in order, each swept over the whole block
+/// (the fold kernel's GPU mapping; the same fold_record per element as
+/// fold_fragment).
+template <int Rows, int Cols>
+KOKKOS_FORCEINLINE_FUNCTION void fold_block(float (&st)[Rows][Cols], int n, const float* k,
+                                            int k_stride, const float* u, int u_stride,
+                                            const float* a) {
+  static_assert(Rows % 4 == 0 && Cols % 4 == 0, "16-byte scratch loads");
+  for (int j = 0; j < n; ++j) {
+    const float aj = a[j];
+    float uj[Cols], kr[Rows];
+    GDN_UNROLL
+    for (int c = 0; c < Cols; c += 4) {
+      float t[4];
+      load4(u + j * u_stride + c, t);
+      GDN_UNROLL
+      for (int e = 0; e < 4; ++e) uj[c + e] = t[e];
+    }
+    GDN_UNROLL
+    for (int i = 0; i < Rows; i += 4) {
+      float t[4];
+      load4(k + j * k_stride + i, t);
+      GDN_UNROLL
+      for (int e = 0; e < 4; ++e) kr[i + e] = t[e];
+    }
+    GDN_UNROLL
+    for (int i = 0; i < Rows; ++i) {
+      GDN_UNROLL
+      for (int c = 0; c < Cols; ++c) st[i][c] = fold_record(st[i][c], kr[i], uj[c], aj);
+    }
+  }
+}
+
 }  // namespace Impl
 }  // namespace gdn
 

@@ -5,20 +5,24 @@
 /// \brief The fold kernel: commit accepted ring records into the state, all
 /// layers in one launch.
 ///
-/// Applies records p = 0 .. n-1 with `fold_fragment` (chunk_algebra.hpp), the
+/// Applies records p = 0 .. n-1 with `fold_record` (chunk_algebra.hpp), the
 /// same step-4 update in the same order as the forward, which is why a fold
 /// from a float ring is bit-identical to a forward over the accepted tokens.
+/// Each state value is updated on its own, so the thread mapping below
+/// changes no bits.
 ///
-/// Thread mapping. One team per work item (layer l, sequence b, value head h,
-/// tile of 64 state columns); the team shape of backend.hpp (the tile in
-/// registers, as in the recurrence kernel). The team stages up to
-/// chunk_tokens records at a time in scratch (keys, this tile's delta
-/// factors, decays: one global read each), then every thread folds them into
-/// its fragment. Rows with n == 0 or n > RING_LEN return at once.
-/// With several lanes (CUDA, persistent teams) each thread copies its own
-/// fragment rows of the next item's state into scratch (async_copy) as soon
-/// as it has read the current item's, so the next tile is in flight while
-/// the current one is folded and stored.
+/// Thread mapping (FoldShape, backend.hpp). One team per work item (layer l,
+/// sequence b, value head h, tile of the state). CUDA: a tile is
+/// `tile_rows` (32 at Dk = 128) whole rows; thread t holds 8 rows x 4
+/// columns in registers, neighbouring threads neighbouring columns, so a
+/// warp's loads and stores are contiguous rows; eight teams per SM. Host:
+/// one thread holds a tile of 64 columns of all rows. The team loads its
+/// fragments (all loads in flight at once), stages up to chunk_tokens
+/// records at a time in scratch (the tile's key rows, the tile's delta
+/// factors, the decays; every copy of a thread in flight at once), then
+/// every thread folds them in (GPU: record outer, fold_block; host: a row
+/// block at a time, fold_fragment). Rows with n == 0 or n > RING_LEN return
+/// before they read anything.
 
 #include <gdn/config.hpp>
 #include <gdn/impl/backend.hpp>
@@ -27,26 +31,29 @@
 
 #include <Kokkos_Core.hpp>
 
+#include <type_traits>
+
 namespace gdn {
 namespace Impl {
 
 template <class ExecSpace, class StateT, class RingT, int Dk>
 struct FoldKernel {
-  using Traits = TeamTraits<ExecSpace>;
+  using Shape = FoldShape<ExecSpace, Dk>;
   using M = typename ExecSpace::memory_space;
-  static constexpr int kLanes = Traits::lanes;
-  static constexpr int kCols = Traits::cols;
-  static constexpr int kThreads = Traits::threads;
-  static constexpr int kRows = Dk / kLanes;
-  static constexpr int kC = chunk_tokens;  // records staged at once
-  static constexpr int kTiles = Dk / kTileCols;
-  static constexpr bool kPrefetch = kLanes > 1;
-  static constexpr int kChunkBytes = kCols * int(sizeof(StateT));  // a fragment row
-  static_assert(!kPrefetch || kChunkBytes == 4 || kChunkBytes == 8 || kChunkBytes == 16,
-                "a fragment row is one async copy");
-  static constexpr int kBufFloats = kPrefetch ? kRows * kThreads * kChunkBytes / 4 : 0;
-  static constexpr int kScratchFloats = kC * Dk + kC * kTileCols + (kC + 3) / 4 * 4 + kBufFloats;
-  using Policy = Kokkos::TeamPolicy<ExecSpace, Kokkos::LaunchBounds<kThreads, Traits::min_teams>,
+  static constexpr int kThreads = Shape::threads;
+  static constexpr int kRows = Shape::rows;  // per thread
+  static constexpr int kCols = Shape::cols;  // per thread
+  static constexpr int kTileRows = Shape::tile_rows;
+  static constexpr int kTileCols = Shape::tile_cols;
+  static constexpr int kColGroups = kTileCols / kCols;
+  static constexpr int kTiles = (Dk / kTileRows) * (Dk / kTileCols);  // per head
+  static constexpr int kC = chunk_tokens;                              // records staged at once
+  static_assert(kColGroups * (kTileRows / kRows) == kThreads, "threads cover the tile once");
+  static_assert(Dk % kTileRows == 0 && Dk % kTileCols == 0, "tiles cover the head");
+  static constexpr int kKeyFloats = kC * kTileRows;
+  static constexpr int kUFloats = kC * kTileCols;
+  static constexpr int kScratchFloats = kKeyFloats + kUFloats + (kC + 3) / 4 * 4;
+  using Policy = Kokkos::TeamPolicy<ExecSpace, Kokkos::LaunchBounds<kThreads, Shape::min_teams>,
                                     TeamKernelLaunch>;
   using Member = typename Policy::member_type;
   using ScratchView =
@@ -60,53 +67,17 @@ struct FoldKernel {
   static long long items(long long layers, long long batch, int nv) {
     return layers * batch * nv * kTiles;
   }
+  static long long league(const ExecSpace& space, long long items) {
+    return Shape::league(space, items);
+  }
 
-  /// Items league_rank, + league_size, ... (persistent teams on CUDA, each
-  /// prefetching its next item's state tile into L2).
   KOKKOS_INLINE_FUNCTION void operator()(const Member& team) const {
-    ScratchView raw(team.team_scratch(0), kScratchFloats + 4);
-    float* const base = align16(raw.data());
-    StateT* const buf = reinterpret_cast<StateT*>(base + kScratchFloats - kBufFloats);
-    int item = team.league_rank();
-    if constexpr (kPrefetch) {
-      if (item < m_items) issue_state(team, item, buf);
-    }
-    for (; item < m_items; item += team.league_size()) {
-      run_item(team, item, item + team.league_size(), base, buf);
+    for (int item = team.league_rank(); item < m_items; item += team.league_size()) {
+      run_item(team, item);
     }
   }
 
-  /// Pool row of `item`'s state tile, or nullptr where the item folds nothing.
-  KOKKOS_INLINE_FUNCTION StateT* tile_of(int item) const {
-    const int tile = item % kTiles;
-    const int rest = item / kTiles;
-    const int h = rest % m.nv;
-    const int b = (rest / m.nv) % m_batch;
-    const int layer = rest / m.nv / m_batch;
-    const int n = static_cast<int>(m.num_accepted(b));
-    if (n <= 0 || n > m.ring_len) return nullptr;
-    return &m.state(m.state_rows(layer, b), h, 0, tile * kTileCols);
-  }
-
-  /// This thread's fragment rows of `item`'s state into its slots of `buf`
-  /// (chunk i of thread t at i * kThreads + t: a warp's reads are contiguous).
-  KOKKOS_INLINE_FUNCTION void issue_state(const Member& team, int item, StateT* buf) const {
-    static_assert(kPrefetch, "only the CUDA mapping copies ahead");
-    StateT* const tile = tile_of(item);
-    if (tile == nullptr) return;
-    const int rank = team.team_rank();
-    const int lane = rank % kLanes;
-    const StateT* const frag = tile + (rank / kLanes) * kCols;
-    char* const dst = reinterpret_cast<char*>(buf);
-    GDN_UNROLL
-    for (int i = 0; i < kRows; ++i) {
-      async_copy<kChunkBytes>(dst + (i * kThreads + rank) * kChunkBytes,
-                              frag + lane_row<kLanes>(lane, i) * Dk);
-    }
-  }
-
-  KOKKOS_INLINE_FUNCTION void run_item(const Member& team, int item, int next, float* base,
-                                       StateT* buf) const {
+  KOKKOS_INLINE_FUNCTION void run_item(const Member& team, int item) const {
     const int tile = item % kTiles;
     const int rest = item / kTiles;
     const int h = rest % m.nv;
@@ -114,56 +85,60 @@ struct FoldKernel {
     const int b = lb % m_batch;
     const int layer = lb / m_batch;
     const int n = static_cast<int>(m.num_accepted(b));
-    if (n <= 0 || n > m.ring_len) {  // nothing was copied for this item
-      if constexpr (kPrefetch) {
-        if (next < m_items) issue_state(team, next, buf);
-      }
-      return;
-    }
+    if (n <= 0 || n > m.ring_len) return;
     const int kh = h / m.group;
     const int g = h % m.group;
     const int rank = team.team_rank();
-    const int lane = rank % kLanes;
-    const int col0 = (rank / kLanes) * kCols;
-    const int tcol = tile * kTileCols;
+    const int row0 = (tile / (Dk / kTileCols)) * kTileRows;  // the tile's first row
+    const int tcol = (tile % (Dk / kTileCols)) * kTileCols;  // and first column
+    const int r0 = (rank / kColGroups) * kRows;              // this thread's rows in the tile
+    const int c0 = (rank % kColGroups) * kCols;              // and columns
     const int rrow = static_cast<int>(m.ring_rows(layer, b));
 
-    float* const sk = base;                 // [kC][Dk]
-    float* const su = sk + kC * Dk;         // [kC][kTileCols]
-    float* const sa = su + kC * kTileCols;  // [kC]
+    ScratchView raw(team.team_scratch(0), kScratchFloats + 4);
+    float* const sk = align16(raw.data());  // [kC][kTileRows]
+    float* const su = sk + kKeyFloats;      // [kC][kTileCols]
+    float* const sa = su + kUFloats;        // [kC]
 
-    StateT* const srow = &m.state(m.state_rows(layer, b), h, 0, tcol + col0);
+    StateT* const frag = &m.state(m.state_rows(layer, b), h, row0 + r0, tcol + c0);
     float st[kRows][kCols];
-    if constexpr (kPrefetch) {
-      async_wait();
-      GDN_UNROLL
-      for (int i = 0; i < kRows; ++i) load_frag<kCols>(buf + (i * kThreads + rank) * kCols, st[i]);
-      if (next < m_items) issue_state(team, next, buf);
-    } else {
-      GDN_UNROLL
-      for (int i = 0; i < kRows; ++i)
-        load_frag<kCols>(srow + lane_row<kLanes>(lane, i) * Dk, st[i]);
-    }
+    GDN_UNROLL
+    for (int i = 0; i < kRows; ++i) load_frag<kCols>(frag + i * Dk, st[i]);
 
     const int uoff = Dk + g * Dk + tcol;
     const int aoff = Dk + m.group * Dk + g;
     for (int p0 = 0; p0 < n; p0 += kC) {
       const int cnt = n - p0 < kC ? n - p0 : kC;
       team.team_barrier();  // the last records' (or item's) readers are done with scratch
-      for (int e = rank; e < cnt * Dk; e += kThreads) {
-        const int j = e / Dk, i = e % Dk;
-        sk[e] = to_float(m.ring(rrow, kh, p0 + j, i));
+      for (int e = rank; e < cnt * kTileRows; e += kThreads) {
+        const int j = e / kTileRows, i = e % kTileRows;
+        stage_value(sk + e, &m.ring(rrow, kh, p0 + j, row0 + i));
       }
       for (int e = rank; e < cnt * kTileCols; e += kThreads) {
         const int j = e / kTileCols, c = e % kTileCols;
-        su[e] = to_float(m.ring(rrow, kh, p0 + j, uoff + c));
+        stage_value(su + e, &m.ring(rrow, kh, p0 + j, uoff + c));
       }
-      for (int j = rank; j < cnt; j += kThreads) sa[j] = to_float(m.ring(rrow, kh, p0 + j, aoff));
+      for (int j = rank; j < cnt; j += kThreads) stage_value(sa + j, &m.ring(rrow, kh, p0 + j, aoff));
+      async_wait();
       team.team_barrier();
-      fold_fragment<kLanes>(st, lane, cnt, sk, Dk, su + col0, kTileCols, sa, 1);
+      if constexpr (kThreads == 1) {
+        fold_fragment<1>(st, 0, cnt, sk, kTileRows, su, kTileCols, sa, 1);
+      } else {
+        fold_block(st, cnt, sk + r0, kTileRows, su + c0, kTileCols, sa);
+      }
     }
     GDN_UNROLL
-    for (int i = 0; i < kRows; ++i) store_frag<kCols>(srow + lane_row<kLanes>(lane, i) * Dk, st[i]);
+    for (int i = 0; i < kRows; ++i) store_frag<kCols>(frag + i * Dk, st[i]);
+  }
+
+  /// One ring value into scratch as a float: a float ring by an async copy
+  /// (completed by async_wait), a bf16 ring widened through a register.
+  KOKKOS_FORCEINLINE_FUNCTION static void stage_value(float* dst, const RingT* src) {
+    if constexpr (std::is_same<RingT, float>::value) {
+      async_copy<4>(dst, src);
+    } else {
+      *dst = to_float(*src);
+    }
   }
 };
 

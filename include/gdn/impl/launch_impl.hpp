@@ -23,12 +23,12 @@
 namespace gdn {
 namespace Impl {
 
-/// Launches `kernel` over `kernel.m_items` work items (TeamShape::league teams).
+/// Launches `kernel` over `kernel.m_items` work items (`Kernel::league` teams).
 template <class Kernel, class ExecSpace>
 void launch_team_kernel(const char* label, const ExecSpace& space, Kernel&& kernel) {
   using K = std::decay_t<Kernel>;
   if (kernel.m_items == 0) return;
-  const long long league = TeamShape<ExecSpace>::league(space, kernel.m_items);
+  const long long league = K::league(space, kernel.m_items);
   typename K::Policy policy(space, static_cast<int>(league), K::kThreads);
   policy.set_scratch_size(0, Kokkos::PerTeam(K::scratch_bytes()));
   Kokkos::parallel_for(label, policy, kernel);
@@ -79,6 +79,8 @@ void launch_recurrence(const char* label, const ExecSpace& space, const HeadConf
   p.group = cfg.group_size();
   p.key_dim = cfg.key_dim();
   p.q_scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(cfg.key_head_dim)));
+  p.vec_qkv = p.in.qkv.stride(1) == 1 && p.in.qkv.stride(0) % 4 == 0 &&
+              reinterpret_cast<std::uintptr_t>(p.in.qkv.data()) % 16 == 0;
   const long long batch = static_cast<long long>(p.slots.extent(0));
   with_head_dim(cfg.key_head_dim, [&](auto dk) {
     using Kernel = RecurrenceKernel<ExecSpace, StateT, RingT, decltype(dk)::value, Verify>;
@@ -179,9 +181,12 @@ void RingLauncher<ExecSpace, StateT, RingT>::fold(
   const bool any = layers * batch > 0;
   check_state(c, cfg, state, any);
   check_ring(c, cfg, ring, any);
-  check_league(c, "state_rows",
-               static_cast<long long>(layers) * batch * cfg.num_value_heads *
-                   (cfg.key_head_dim / kTileCols));
+  long long items = 0;
+  with_head_dim(cfg.key_head_dim, [&](auto dk) {
+    items = FoldKernel<ExecSpace, StateT, RingT, decltype(dk)::value>::items(
+        static_cast<long long>(layers), static_cast<long long>(batch), cfg.num_value_heads);
+  });
+  check_league(c, "state_rows", items);
   if (index_checking_enabled()) {
     space.fence();
     const std::vector<std::uint32_t> na = host_copy_1d(num_accepted);
@@ -210,8 +215,6 @@ void RingLauncher<ExecSpace, StateT, RingT>::fold(
   p.ring_len = static_cast<int>(ring.extent(2));
   with_head_dim(cfg.key_head_dim, [&](auto dk) {
     using Kernel = FoldKernel<ExecSpace, StateT, RingT, decltype(dk)::value>;
-    const long long items =
-        Kernel::items(static_cast<long long>(layers), static_cast<long long>(batch), p.nv);
     Kernel k{p, static_cast<int>(batch), static_cast<int>(items)};  // <= INT_MAX / 2 (checked)
     launch_team_kernel("gdn::state_fold::kernel", space, k);
   });

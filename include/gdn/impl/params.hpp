@@ -37,6 +37,7 @@ struct RecurrenceParams {
   int ring_len = 0;      // RING_LEN (verify), 0 for the forward
   long key_dim = 0;      // nk * Dk
   float q_scale = 1.0f;  // 1 / sqrt(Dk)
+  bool vec_qkv = false;  // qkv rows contiguous and 16-byte aligned: 16-byte staging copies
 };
 
 /// Everything the fold kernel reads and writes.

@@ -66,6 +66,9 @@ struct RecurrenceKernel {
   static constexpr int scratch_bytes() { return int(sizeof(float)) * (Scratch::kFloats + 4); }
   /// Work items (teams) of a batch of B sequences.
   static long long items(long long batch, int nv) { return batch * nv * kTiles; }
+  static long long league(const ExecSpace& space, long long items) {
+    return Traits::league(space, items);
+  }
 
   /// Items league_rank, + league_size, ...: on the host one item per team;
   /// on CUDA persistent teams, each prefetching its next item's state tile
@@ -119,6 +122,9 @@ struct RecurrenceKernel {
       team.team_barrier();  // the last chunk's (or item's) readers are done with scratch
       stage(team, s, t0 + c0, n, h, kh, tcol);
       team.team_barrier();
+      if (c0 + kC < len) {
+        prefetch_chunk(team, t0 + c0 + kC, len - c0 - kC < kC ? len - c0 - kC : kC, h, kh, tcol);
+      }
       for (int e = cg; e < n * n; e += Traits::col_groups) {  // token pairs, a lane group each
         const int j = e / n, i = e % n;
         if (i <= j) chunk_coefficients<kLanes>(s, j, i, lane, mask, m.q_scale);
@@ -152,26 +158,60 @@ struct RecurrenceKernel {
     }
   }
 
-  /// Chunk inputs into scratch: k, q of key head kh, v of the tile, decay, beta.
+  /// Chunk inputs into scratch: k, q of key head kh, v of the tile, decay,
+  /// beta. Every copy of a thread is in flight at once (async_copy, 16-byte
+  /// copies where qkv's channels are contiguous and 16-byte aligned); the
+  /// caller's team barrier follows async_wait.
   KOKKOS_INLINE_FUNCTION void stage(const Member& team, const Scratch& s, int t, int n, int h,
                                     int kh, int tcol) const {
     const int rank = team.team_rank();
     const long qc = long(kh) * Dk;
     const long kc = m.key_dim + qc;
-    for (int e = rank; e < n * Dk; e += kThreads) {
-      const int j = e / Dk, i = e % Dk;
-      s.k[e] = m.in.qkv(t + j, kc + i);
-      s.q[e] = m.in.qkv(t + j, qc + i);
-    }
     const long vc = 2 * m.key_dim + long(h) * Dk + tcol;
-    for (int e = rank; e < n * kTileCols; e += kThreads) {
-      const int j = e / kTileCols, c = e % kTileCols;
-      s.v[e] = m.in.qkv(t + j, vc + c);
+    if (m.vec_qkv) {
+      constexpr int kW = Dk / 4;          // 16-byte words of a key or query
+      constexpr int kVW = kTileCols / 4;  // of the tile's values
+      for (int e = rank; e < n * kW; e += kThreads) {
+        const int j = e / kW, w = 4 * (e % kW);
+        async_copy<16>(s.k + 4 * e, &m.in.qkv(t + j, kc + w));
+        async_copy<16>(s.q + 4 * e, &m.in.qkv(t + j, qc + w));
+      }
+      for (int e = rank; e < n * kVW; e += kThreads) {
+        const int j = e / kVW, w = 4 * (e % kVW);
+        async_copy<16>(s.v + 4 * e, &m.in.qkv(t + j, vc + w));
+      }
+    } else {
+      for (int e = rank; e < n * Dk; e += kThreads) {
+        const int j = e / Dk, i = e % Dk;
+        async_copy<4>(s.k + e, &m.in.qkv(t + j, kc + i));
+        async_copy<4>(s.q + e, &m.in.qkv(t + j, qc + i));
+      }
+      for (int e = rank; e < n * kTileCols; e += kThreads) {
+        const int j = e / kTileCols, c = e % kTileCols;
+        async_copy<4>(s.v + e, &m.in.qkv(t + j, vc + c));
+      }
     }
     for (int j = rank; j < n; j += kThreads) {
-      s.a[j] = m.in.decay(t + j, h);
-      s.beta[j] = m.in.beta(t + j, h);
+      async_copy<4>(s.a + j, &m.in.decay(t + j, h));
+      async_copy<4>(s.beta + j, &m.in.beta(t + j, h));
     }
+    async_wait();
+  }
+
+  /// Hint the next chunk's keys, queries and the tile's values (tokens t ..
+  /// t+n-1) into L2 while this chunk computes; only where qkv's rows are
+  /// contiguous (m.vec_qkv).
+  KOKKOS_INLINE_FUNCTION void prefetch_chunk(const Member& team, int t, int n, int h, int kh,
+                                             int tcol) const {
+    if (!m.vec_qkv) return;
+    const long row_bytes = long(m.in.qkv.stride(0)) * long(sizeof(float));
+    const long qc = long(kh) * Dk;
+    prefetch_tile_l2(&m.in.qkv(t, qc), n, Dk * int(sizeof(float)), row_bytes, team.team_rank(),
+                     kThreads);
+    prefetch_tile_l2(&m.in.qkv(t, m.key_dim + qc), n, Dk * int(sizeof(float)), row_bytes,
+                     team.team_rank(), kThreads);
+    prefetch_tile_l2(&m.in.qkv(t, 2 * m.key_dim + long(h) * Dk + tcol), n,
+                     kTileCols * int(sizeof(float)), row_bytes, team.team_rank(), kThreads);
   }
 
   /// Records of positions c0 .. c0+n-1: this tile's delta factors; the key
