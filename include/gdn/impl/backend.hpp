@@ -51,6 +51,9 @@ struct TeamShape {
 };
 
 #if defined(KOKKOS_ENABLE_CUDA)
+#ifndef GDN_EXP_MIN_TEAMS
+#define GDN_EXP_MIN_TEAMS 3
+#endif
 /// CUDA: 128 threads; 8 lanes per column group (consecutive warp lanes),
 /// 16 groups of 4 columns each: 16 x 4 floats per thread at Dk = 128.
 template <>
@@ -58,7 +61,7 @@ struct TeamShape<Kokkos::Cuda> {
   static constexpr int lanes = 8;
   static constexpr int col_groups = 16;
   static constexpr int cols = 4;
-  static constexpr int min_teams = 3;
+  static constexpr int min_teams = GDN_EXP_MIN_TEAMS;
   /// Persistent teams (as many as the launch bound keeps resident), each
   /// looping over items, so that a team can prefetch its next item's state
   /// while it computes (prefetch_l2).

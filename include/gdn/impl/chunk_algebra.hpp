@@ -10,7 +10,8 @@
 ///    whose order depends on the backend, through the team shape).
 /// 2. decay products `g(j, i) = a_{i+1} * ... * a_j` and `Gam_j = a_0 * ... * a_j`,
 ///    multiplied left to right (`chunk_coefficients`).
-/// 3. `u_j` and `out_j` in token order (`delta_factors`, `readout`).
+/// 3. `u_j` and `out_j` in token order (`delta_factors` and `readout_row` on the
+///    host, `delta_readout` a column at a time on GPUs: the same operations).
 /// 4. the state after the chunk: `S = fma(k_j, u_j, S * a_j)` for j in order
 ///    (`fold_record`, also the fold kernel's update).
 ///
@@ -153,15 +154,19 @@ KOKKOS_FORCEINLINE_FUNCTION void chunk_coefficients(const ChunkScratch<Dk, C>& s
     qn = group_dot<Lanes, Dk>(qj, qj, lane, mask);
   }
   if (lane != 0) return;
-  float g = 1.0f;  // g(j, i) = a_{i+1} * ... * a_j, left to right
-  for (int m = i + 1; m <= j; ++m) g = g * s.a[m];
+  // g(j, i) = a_{i+1} * ... * a_j and Gam_j = a_0 * ... * a_j, left to right
+  // (unrolled over the chunk, so the decays are loaded together).
+  float g = 1.0f, gam = s.a[0];
+  GDN_UNROLL
+  for (int m = 1; m < C; ++m) {
+    if (m > i && m <= j) g = g * s.a[m];
+    if (m <= j) gam = gam * s.a[m];
+  }
   if (i < j) s.akk[j * C + i] = g * kk;
   s.akq[j * C + i] = g * kq;
   if (i == j) {
     s.kinv[j] = norm_factor(kn, 1.0f);
     s.qf[j] = norm_factor(qn, q_scale);
-    float gam = s.a[0];  // Gam_j = a_0 * ... * a_j, left to right
-    for (int m = 1; m <= j; ++m) gam = gam * s.a[m];
     s.gam[j] = gam;
   }
 }
@@ -261,17 +266,50 @@ KOKKOS_FORCEINLINE_FUNCTION void delta_factors(const ChunkScratch<Dk, C>& s, int
   }
 }
 
-/// Step 3, readout of token j at tile column c:
-/// `qf_j * (Gam_j * R[c, j] + sum_{i<=j} akq(j, i) * u_i[c])` (i ascending).
-template <int Dk, int C>
-KOKKOS_FORCEINLINE_FUNCTION float readout(const ChunkScratch<Dk, C>& s, int j, int c) {
-  float o = s.gam[j] * s.r[j * kTileCols + c];
-  for (int i = 0; i <= j; ++i) o = fmaf(s.akq[j * C + i], s.u[i * kTileCols + c], o);
-  return s.qf[j] * o;
+/// Step 3 for one tile column `c`, delta factors and outputs together (the
+/// GPU mapping: a thread per column). The delta factors as delta_factors;
+/// each `u_i`, once known, also enters every readout `o_j` (j >= i), which
+/// adds the terms of the readout in its order (`Gam_j * R[c, j]` first, then i
+/// ascending, one fma each), as readout_row. Writes `u_j[c]` to scratch and hands each
+/// `(j, u_j[c])` to `emit_u`, then each `(j, out_j[c])` to `emit_out`.
+template <int Dk, int C, class EmitU, class EmitOut>
+KOKKOS_FORCEINLINE_FUNCTION void delta_readout(const ChunkScratch<Dk, C>& s, int n, int c,
+                                               const EmitU& emit_u, const EmitOut& emit_out) {
+  float kv[C], o[C];
+  GDN_UNROLL
+  for (int j = 0; j < C; ++j) {
+    if (j < n) {
+      const float gam = s.gam[j];
+      kv[j] = gam * s.p[j * kTileCols + c];
+      o[j] = gam * s.r[j * kTileCols + c];
+    }
+  }
+  GDN_UNROLL
+  for (int i = 0; i < C; ++i) {
+    if (i < n) {
+      const float ui = delta_factor(s.v[i * kTileCols + c], kv[i], s.beta[i], s.kinv[i]);
+      s.u[i * kTileCols + c] = ui;
+      emit_u(i, ui);
+      GDN_UNROLL
+      for (int j = i + 1; j < C; ++j) {
+        if (j < n) kv[j] = fmaf(s.akk[j * C + i], ui, kv[j]);
+      }
+      GDN_UNROLL
+      for (int j = i; j < C; ++j) {
+        if (j < n) o[j] = fmaf(s.akq[j * C + i], ui, o[j]);
+      }
+    }
+  }
+  GDN_UNROLL
+  for (int j = 0; j < C; ++j) {
+    if (j < n) emit_out(j, s.qf[j] * o[j]);
+  }
 }
 
-/// `readout(s, j, c)` for every tile column c at once (the same operations
-/// per column; the host vectorises over the columns).
+/// Step 3, readout of token j at every tile column c (the host's form; the
+/// host vectorises over the columns):
+/// `qf_j * (Gam_j * R[c, j] + sum_{i<=j} akq(j, i) * u_i[c])` (i ascending,
+/// one fma each).
 template <int Dk, int C>
 KOKKOS_FORCEINLINE_FUNCTION void readout_row(const ChunkScratch<Dk, C>& s, int j,
                                              float (&o)[kTileCols]) {

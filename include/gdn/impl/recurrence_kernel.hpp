@@ -131,23 +131,28 @@ struct RecurrenceKernel {
       }
       for (int j = 0; j < n; ++j) project<kLanes>(st, s, j, lane, col0);
       team.team_barrier();
-      constexpr int kPer = (kTileCols + kThreads - 1) / kThreads;  // columns per thread, step 3
-      if (rank * kPer < kTileCols) delta_factors<kPer>(s, n, rank * kPer);
-      team.team_barrier();
-      if constexpr (kThreads == 1) {  // host: a row of outputs at a time
+      const long ocol = long(h) * Dk + tcol;  // the tile's first output column
+      if constexpr (kThreads == 1) {  // host: every column at once, a row of outputs at a time
+        delta_factors<kTileCols>(s, n, 0);
         for (int j = 0; j < n; ++j) {
           float o[kTileCols];
           readout_row(s, j, o);
-          for (int c = 0; c < kTileCols; ++c) m.out(t0 + c0 + j, long(h) * Dk + tcol + c) = o[c];
+          for (int c = 0; c < kTileCols; ++c) m.out(t0 + c0 + j, ocol + c) = o[c];
         }
-      } else {
-        for (int e = rank; e < n * kTileCols; e += kThreads) {
-          const int j = e / kTileCols, c = e % kTileCols;
-          m.out(t0 + c0 + j, long(h) * Dk + tcol + c) = readout(s, j, c);
-        }
+        if (record) write_u_records(s, b, c0, n, kh, g, tile);
+      } else if (rank < kTileCols) {  // a thread per column
+        const int row = record ? static_cast<int>(m.ring_slots(b)) : 0;
+        const int ucol = Dk + g * Dk + tile * kTileCols + rank;
+        delta_readout(
+            s, n, rank,
+            [&](int j, float u) {
+              if (record) m.ring(row, kh, c0 + j, ucol) = RingT(u);
+            },
+            [&](int j, float o) { m.out(t0 + c0 + j, ocol + rank) = o; });
       }
-      if (record) write_records(team, s, b, c0, n, kh, g, tile);
+      if (record) write_key_records(team, s, b, c0, n, kh, g, tile);
       if (!record || c0 + n < len) {
+        team.team_barrier();  // every column's delta factors are in scratch
         fold_fragment<kLanes>(st, lane, n, s.k, Dk, s.u + col0, kTileCols, s.a, 1);
       }
     }
@@ -214,18 +219,24 @@ struct RecurrenceKernel {
                      kTileCols * int(sizeof(float)), row_bytes, team.team_rank(), kThreads);
   }
 
-  /// Records of positions c0 .. c0+n-1: this tile's delta factors; the key
-  /// (by the key head's first value head, tile 0) and this head's decay (tile 0).
-  KOKKOS_INLINE_FUNCTION void write_records(const Member& team, const Scratch& s, int b, int c0,
-                                            int n, int kh, int g, int tile) const {
-    const int rank = team.team_rank();
+  /// Host: this tile's delta factors of records c0 .. c0+n-1, from scratch.
+  KOKKOS_INLINE_FUNCTION void write_u_records(const Scratch& s, int b, int c0, int n, int kh,
+                                              int g, int tile) const {
     const int row = static_cast<int>(m.ring_slots(b));
     const int uoff = Dk + g * Dk + tile * kTileCols;
-    for (int e = rank; e < n * kTileCols; e += kThreads) {
+    for (int e = 0; e < n * kTileCols; ++e) {
       const int j = e / kTileCols, c = e % kTileCols;
       m.ring(row, kh, c0 + j, uoff + c) = RingT(s.u[e]);
     }
+  }
+
+  /// Records of positions c0 .. c0+n-1: the key (by the key head's first
+  /// value head, tile 0) and this head's decay (tile 0).
+  KOKKOS_INLINE_FUNCTION void write_key_records(const Member& team, const Scratch& s, int b,
+                                                int c0, int n, int kh, int g, int tile) const {
     if (tile != 0) return;
+    const int rank = team.team_rank();
+    const int row = static_cast<int>(m.ring_slots(b));
     if (g == 0) {
       for (int e = rank; e < n * Dk; e += kThreads) {
         const int j = e / Dk, i = e % Dk;
