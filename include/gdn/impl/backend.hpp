@@ -51,8 +51,11 @@ struct TeamShape {
 };
 
 #if defined(KOKKOS_ENABLE_CUDA)
+#ifndef GDN_EXP_PERSIST
+#define GDN_EXP_PERSIST 1
+#endif
 #ifndef GDN_EXP_MIN_TEAMS
-#define GDN_EXP_MIN_TEAMS 3
+#define GDN_EXP_MIN_TEAMS 2
 #endif
 /// CUDA: 128 threads; 8 lanes per column group (consecutive warp lanes),
 /// 16 groups of 4 columns each: 16 x 4 floats per thread at Dk = 128.
@@ -66,6 +69,7 @@ struct TeamShape<Kokkos::Cuda> {
   /// looping over items, so that a team can prefetch its next item's state
   /// while it computes (prefetch_l2).
   static long long league(const Kokkos::Cuda& space, long long items) {
+    if (GDN_EXP_PERSIST == 0) return items;
     const long long resident =
         static_cast<long long>(space.cuda_device_prop().multiProcessorCount) * min_teams;
     return items < resident ? items : resident;
@@ -81,7 +85,7 @@ struct TeamShape<Kokkos::Cuda> {
 /// `[(t / col_groups) * rows, + rows)` of columns `[(t % col_groups) * cols,
 /// + cols)` in registers (`col_groups = tile_cols / cols`). The host default:
 /// one thread holds a 64-column tile of all rows, as in TeamShape.
-template <class ExecSpace, int Dk>
+template <class ExecSpace, int Dk, class StateT>
 struct FoldShape {
   static constexpr int threads = 1;
   static constexpr int tile_cols = 64;
@@ -93,17 +97,21 @@ struct FoldShape {
 };
 
 #if defined(KOKKOS_ENABLE_CUDA)
+#ifndef GDN_EXP_FOLD_BF16_COLS
+#define GDN_EXP_FOLD_BF16_COLS 4
+#endif
 /// CUDA: 128 threads of 8 rows x 4 columns (32 floats: registers for eight
 /// resident teams per SM); a tile spans whole rows, so a warp reads 512
 /// contiguous bytes of a float state per fragment row; one team per item.
-template <int Dk>
-struct FoldShape<Kokkos::Cuda, Dk> {
+template <int Dk, class StateT>
+struct FoldShape<Kokkos::Cuda, Dk, StateT> {
   static constexpr int threads = 128;
-  static constexpr int cols = 4;
-  static constexpr int rows = 8;
+  static constexpr int cols = sizeof(StateT) == 2 ? GDN_EXP_FOLD_BF16_COLS : 4;
   static constexpr int tile_cols = Dk;
-  static constexpr int tile_rows = threads / (tile_cols / cols) * rows;
-  static constexpr int min_teams = 8;
+  static constexpr int row_groups = threads / (tile_cols / cols);
+  static constexpr int rows = Dk / row_groups < 8 ? Dk / row_groups : 8;
+  static constexpr int tile_rows = row_groups * rows;
+  static constexpr int min_teams = cols == 8 ? 4 : 8;
   static long long league(const Kokkos::Cuda&, long long items) { return items; }
 };
 #endif
@@ -231,7 +239,18 @@ KOKKOS_FORCEINLINE_FUNCTION void load_frag(const float* p, float (&d)[N]) {
 template <int N>
 KOKKOS_FORCEINLINE_FUNCTION void load_frag(const bf16* p, float (&d)[N]) {
 #if defined(__CUDA_ARCH__)
-  if constexpr (N % 4 == 0) {
+  if constexpr (N % 8 == 0) {
+    GDN_UNROLL
+    for (int q = 0; q < N / 8; ++q) {
+      const uint4 x = reinterpret_cast<const uint4*>(p)[q];
+      const unsigned w[4] = {x.x, x.y, x.z, x.w};
+      GDN_UNROLL
+      for (int e = 0; e < 4; ++e) {
+        d[8 * q + 2 * e] = bits_to_float(w[e] << 16);
+        d[8 * q + 2 * e + 1] = bits_to_float(w[e] & 0xffff0000u);
+      }
+    }
+  } else if constexpr (N % 4 == 0) {
     GDN_UNROLL
     for (int q = 0; q < N / 4; ++q) {
       const uint2 x = reinterpret_cast<const uint2*>(p)[q];
@@ -270,7 +289,18 @@ KOKKOS_FORCEINLINE_FUNCTION void store_frag(float* p, const float (&s)[N]) {
 template <int N>
 KOKKOS_FORCEINLINE_FUNCTION void store_frag(bf16* p, const float (&s)[N]) {
 #if defined(__CUDA_ARCH__)
-  if constexpr (N % 4 == 0) {
+  if constexpr (N % 8 == 0) {
+    GDN_UNROLL
+    for (int q = 0; q < N / 8; ++q) {
+      unsigned w[4];
+      GDN_UNROLL
+      for (int e = 0; e < 4; ++e) {
+        w[e] = unsigned(float_to_bf16_bits(s[8 * q + 2 * e])) |
+               (unsigned(float_to_bf16_bits(s[8 * q + 2 * e + 1])) << 16);
+      }
+      reinterpret_cast<uint4*>(p)[q] = make_uint4(w[0], w[1], w[2], w[3]);
+    }
+  } else if constexpr (N % 4 == 0) {
     GDN_UNROLL
     for (int q = 0; q < N / 4; ++q) {
       uint2 x;

@@ -272,12 +272,16 @@ KOKKOS_FORCEINLINE_FUNCTION void delta_factors(const ChunkScratch<Dk, C>& s, int
 /// adds the terms of the readout in its order (`Gam_j * R[c, j]` first, then i
 /// ascending, one fma each), as readout_row. Writes `u_j[c]` to scratch and hands each
 /// `(j, u_j[c])` to `emit_u`, then each `(j, out_j[c])` to `emit_out`.
-template <int Dk, int C, class EmitU, class EmitOut>
+/// `NC >= n` bounds the token loops at compile time (the caller picks the
+/// smallest of a few bounds, so short windows need few registers); it
+/// changes no operation.
+template <int NC, int Dk, int C, class EmitU, class EmitOut>
 KOKKOS_FORCEINLINE_FUNCTION void delta_readout(const ChunkScratch<Dk, C>& s, int n, int c,
                                                const EmitU& emit_u, const EmitOut& emit_out) {
-  float kv[C], o[C];
+  static_assert(NC <= C, "at most a chunk");
+  float kv[NC], o[NC];
   GDN_UNROLL
-  for (int j = 0; j < C; ++j) {
+  for (int j = 0; j < NC; ++j) {
     if (j < n) {
       const float gam = s.gam[j];
       kv[j] = gam * s.p[j * kTileCols + c];
@@ -285,23 +289,23 @@ KOKKOS_FORCEINLINE_FUNCTION void delta_readout(const ChunkScratch<Dk, C>& s, int
     }
   }
   GDN_UNROLL
-  for (int i = 0; i < C; ++i) {
+  for (int i = 0; i < NC; ++i) {
     if (i < n) {
       const float ui = delta_factor(s.v[i * kTileCols + c], kv[i], s.beta[i], s.kinv[i]);
       s.u[i * kTileCols + c] = ui;
       emit_u(i, ui);
       GDN_UNROLL
-      for (int j = i + 1; j < C; ++j) {
+      for (int j = i + 1; j < NC; ++j) {
         if (j < n) kv[j] = fmaf(s.akk[j * C + i], ui, kv[j]);
       }
       GDN_UNROLL
-      for (int j = i; j < C; ++j) {
+      for (int j = i; j < NC; ++j) {
         if (j < n) o[j] = fmaf(s.akq[j * C + i], ui, o[j]);
       }
     }
   }
   GDN_UNROLL
-  for (int j = 0; j < C; ++j) {
+  for (int j = 0; j < NC; ++j) {
     if (j < n) emit_out(j, s.qf[j] * o[j]);
   }
 }

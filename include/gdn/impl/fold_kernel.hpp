@@ -31,6 +31,7 @@
 
 #include <Kokkos_Core.hpp>
 
+#include <cstdint>
 #include <type_traits>
 
 namespace gdn {
@@ -38,7 +39,7 @@ namespace Impl {
 
 template <class ExecSpace, class StateT, class RingT, int Dk>
 struct FoldKernel {
-  using Shape = FoldShape<ExecSpace, Dk>;
+  using Shape = FoldShape<ExecSpace, Dk, StateT>;
   using M = typename ExecSpace::memory_space;
   static constexpr int kThreads = Shape::threads;
   static constexpr int kRows = Shape::rows;  // per thread
@@ -84,7 +85,11 @@ struct FoldKernel {
     const int lb = rest / m.nv;  // layer * B + b
     const int b = lb % m_batch;
     const int layer = lb / m_batch;
-    const int n = static_cast<int>(m.num_accepted(b));
+    // The three index entries are loaded together, before any is looked at.
+    const std::uint32_t na = m.num_accepted(b);
+    const std::uint32_t state_row = m.state_rows(layer, b);
+    const int rrow = static_cast<int>(m.ring_rows(layer, b));
+    const int n = static_cast<int>(na);
     if (n <= 0 || n > m.ring_len) return;
     const int kh = h / m.group;
     const int g = h % m.group;
@@ -93,14 +98,13 @@ struct FoldKernel {
     const int tcol = (tile % (Dk / kTileCols)) * kTileCols;  // and first column
     const int r0 = (rank / kColGroups) * kRows;              // this thread's rows in the tile
     const int c0 = (rank % kColGroups) * kCols;              // and columns
-    const int rrow = static_cast<int>(m.ring_rows(layer, b));
 
     ScratchView raw(team.team_scratch(0), kScratchFloats + 4);
     float* const sk = align16(raw.data());  // [kC][kTileRows]
     float* const su = sk + kKeyFloats;      // [kC][kTileCols]
     float* const sa = su + kUFloats;        // [kC]
 
-    StateT* const frag = &m.state(m.state_rows(layer, b), h, row0 + r0, tcol + c0);
+    StateT* const frag = &m.state(state_row, h, row0 + r0, tcol + c0);
     float st[kRows][kCols];
     GDN_UNROLL
     for (int i = 0; i < kRows; ++i) load_frag<kCols>(frag + i * Dk, st[i]);

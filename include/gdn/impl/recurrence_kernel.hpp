@@ -36,6 +36,8 @@
 
 #include <Kokkos_Core.hpp>
 
+#include <cstdint>
+
 namespace gdn {
 namespace Impl {
 
@@ -70,35 +72,47 @@ struct RecurrenceKernel {
     return Traits::league(space, items);
   }
 
+  /// A work item and the index entries it reads (its row, length, pool and
+  /// ring rows), loaded together; len 0: nothing to do (or no item).
+  struct Item {
+    int b = 0, h = 0, tile = 0, t0 = 0, len = 0;
+    std::uint32_t slot = 0, ring_row = 0;
+  };
+
+  /// The entries of item `item` (its loads are issued here and waited for
+  /// only where a value is used).
+  KOKKOS_INLINE_FUNCTION Item item_at(int item) const {
+    Item it;
+    it.tile = item % kTiles;
+    const int bh = item / kTiles;
+    it.h = bh % m.nv;
+    it.b = bh / m.nv;
+    const std::uint32_t o0 = m.in.row_offsets(it.b), o1 = m.in.row_offsets(it.b + 1);
+    it.slot = m.slots(it.b);
+    if constexpr (Verify) it.ring_row = m.ring_slots(it.b);
+    it.t0 = static_cast<int>(o0);
+    it.len = static_cast<int>(o1) - it.t0;
+    return it;
+  }
+
   /// Items league_rank, + league_size, ...: on the host one item per team;
-  /// on CUDA persistent teams, each prefetching its next item's state tile
-  /// into L2 while it computes the current one.
+  /// on CUDA persistent teams. A team loads its next item's index entries
+  /// while it stages the current one, then hints the next item's state tile
+  /// into L2 while it computes (run_item).
   KOKKOS_INLINE_FUNCTION void operator()(const Member& team) const {
-    for (int item = team.league_rank(); item < m_items; item += team.league_size()) {
+    int item = team.league_rank();
+    if (item >= m_items) return;
+    Item cur = item_at(item);
+    for (; item < m_items; item += team.league_size()) {
       const int next = item + team.league_size();
-      if (next < m_items) prefetch_item(team, next);
-      run_item(team, item);
+      const Item nxt = next < m_items ? item_at(next) : Item();
+      if (cur.len > 0) run_item(team, cur, nxt);
+      cur = nxt;
     }
   }
 
-  KOKKOS_INLINE_FUNCTION void prefetch_item(const Member& team, int item) const {
-    const int tile = item % kTiles;
-    const int h = (item / kTiles) % m.nv;
-    const int b = item / kTiles / m.nv;
-    if (m.in.row_offsets(b + 1) == m.in.row_offsets(b)) return;
-    prefetch_tile_l2(&m.state(m.slots(b), h, 0, tile * kTileCols), Dk,
-                     kTileCols * int(sizeof(StateT)), long(Dk) * long(sizeof(StateT)),
-                     team.team_rank(), kThreads);
-  }
-
-  KOKKOS_INLINE_FUNCTION void run_item(const Member& team, int item) const {
-    const int tile = item % kTiles;
-    const int bh = item / kTiles;
-    const int h = bh % m.nv;
-    const int b = bh / m.nv;
-    const int t0 = static_cast<int>(m.in.row_offsets(b));
-    const int len = static_cast<int>(m.in.row_offsets(b + 1)) - t0;
-    if (len <= 0) return;
+  KOKKOS_INLINE_FUNCTION void run_item(const Member& team, const Item& it, const Item& nxt) const {
+    const int tile = it.tile, h = it.h, t0 = it.t0, len = it.len;
     const bool record = Verify && len <= m.ring_len;
     const int kh = h / m.group;
     const int g = h % m.group;
@@ -112,7 +126,7 @@ struct RecurrenceKernel {
     ScratchView raw(team.team_scratch(0), Scratch::kFloats + 4);
     const Scratch s(align16(raw.data()));
 
-    StateT* const srow = &m.state(m.slots(b), h, 0, tcol + col0);  // row 0 of the fragment
+    StateT* const srow = &m.state(it.slot, h, 0, tcol + col0);  // row 0 of the fragment
     float st[kRows][kCols];
     GDN_UNROLL
     for (int i = 0; i < kRows; ++i) load_frag<kCols>(srow + lane_row<kLanes>(lane, i) * Dk, st[i]);
@@ -124,6 +138,10 @@ struct RecurrenceKernel {
       team.team_barrier();
       if (c0 + kC < len) {
         prefetch_chunk(team, t0 + c0 + kC, len - c0 - kC < kC ? len - c0 - kC : kC, h, kh, tcol);
+      } else if (nxt.len > 0) {
+        prefetch_tile_l2(&m.state(nxt.slot, nxt.h, 0, nxt.tile * kTileCols), Dk,
+                         kTileCols * int(sizeof(StateT)), long(Dk) * long(sizeof(StateT)), rank,
+                         kThreads);
       }
       for (int e = cg; e < n * n; e += Traits::col_groups) {  // token pairs, a lane group each
         const int j = e / n, i = e % n;
@@ -139,18 +157,23 @@ struct RecurrenceKernel {
           readout_row(s, j, o);
           for (int c = 0; c < kTileCols; ++c) m.out(t0 + c0 + j, ocol + c) = o[c];
         }
-        if (record) write_u_records(s, b, c0, n, kh, g, tile);
+        if (record) write_u_records(s, int(it.ring_row), c0, n, kh, g, tile);
       } else if (rank < kTileCols) {  // a thread per column
-        const int row = record ? static_cast<int>(m.ring_slots(b)) : 0;
+        const int row = static_cast<int>(it.ring_row);
         const int ucol = Dk + g * Dk + tile * kTileCols + rank;
-        delta_readout(
-            s, n, rank,
-            [&](int j, float u) {
-              if (record) m.ring(row, kh, c0 + j, ucol) = RingT(u);
-            },
-            [&](int j, float o) { m.out(t0 + c0 + j, ocol + rank) = o; });
+        const auto emit_u = [&](int j, float u) {
+          if (record) m.ring(row, kh, c0 + j, ucol) = RingT(u);
+        };
+        const auto emit_out = [&](int j, float o) { m.out(t0 + c0 + j, ocol + rank) = o; };
+        if (n <= 4) {
+          delta_readout<4>(s, n, rank, emit_u, emit_out);
+        } else if (n <= 8) {
+          delta_readout<8>(s, n, rank, emit_u, emit_out);
+        } else {
+          delta_readout<kC>(s, n, rank, emit_u, emit_out);
+        }
       }
-      if (record) write_key_records(team, s, b, c0, n, kh, g, tile);
+      if (record) write_key_records(team, s, int(it.ring_row), c0, n, kh, g, tile);
       if (!record || c0 + n < len) {
         team.team_barrier();  // every column's delta factors are in scratch
         fold_fragment<kLanes>(st, lane, n, s.k, Dk, s.u + col0, kTileCols, s.a, 1);
@@ -220,9 +243,8 @@ struct RecurrenceKernel {
   }
 
   /// Host: this tile's delta factors of records c0 .. c0+n-1, from scratch.
-  KOKKOS_INLINE_FUNCTION void write_u_records(const Scratch& s, int b, int c0, int n, int kh,
+  KOKKOS_INLINE_FUNCTION void write_u_records(const Scratch& s, int row, int c0, int n, int kh,
                                               int g, int tile) const {
-    const int row = static_cast<int>(m.ring_slots(b));
     const int uoff = Dk + g * Dk + tile * kTileCols;
     for (int e = 0; e < n * kTileCols; ++e) {
       const int j = e / kTileCols, c = e % kTileCols;
@@ -232,11 +254,10 @@ struct RecurrenceKernel {
 
   /// Records of positions c0 .. c0+n-1: the key (by the key head's first
   /// value head, tile 0) and this head's decay (tile 0).
-  KOKKOS_INLINE_FUNCTION void write_key_records(const Member& team, const Scratch& s, int b,
+  KOKKOS_INLINE_FUNCTION void write_key_records(const Member& team, const Scratch& s, int row,
                                                 int c0, int n, int kh, int g, int tile) const {
     if (tile != 0) return;
     const int rank = team.team_rank();
-    const int row = static_cast<int>(m.ring_slots(b));
     if (g == 0) {
       for (int e = rank; e < n * Dk; e += kThreads) {
         const int j = e / Dk, i = e % Dk;
