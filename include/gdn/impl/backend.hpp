@@ -51,25 +51,20 @@ struct TeamShape {
 };
 
 #if defined(KOKKOS_ENABLE_CUDA)
-#ifndef GDN_EXP_PERSIST
-#define GDN_EXP_PERSIST 1
-#endif
-#ifndef GDN_EXP_MIN_TEAMS
-#define GDN_EXP_MIN_TEAMS 2
-#endif
 /// CUDA: 128 threads; 8 lanes per column group (consecutive warp lanes),
-/// 16 groups of 4 columns each: 16 x 4 floats per thread at Dk = 128.
+/// 16 groups of 4 columns each: 16 x 4 floats per thread at Dk = 128. Two
+/// teams per SM: the launch bound leaves 255 registers, which the fragment,
+/// the step-1 sums and step 3's per-column arrays need without spilling.
 template <>
 struct TeamShape<Kokkos::Cuda> {
   static constexpr int lanes = 8;
   static constexpr int col_groups = 16;
   static constexpr int cols = 4;
-  static constexpr int min_teams = GDN_EXP_MIN_TEAMS;
+  static constexpr int min_teams = 2;
   /// Persistent teams (as many as the launch bound keeps resident), each
   /// looping over items, so that a team can prefetch its next item's state
   /// while it computes (prefetch_l2).
   static long long league(const Kokkos::Cuda& space, long long items) {
-    if (GDN_EXP_PERSIST == 0) return items;
     const long long resident =
         static_cast<long long>(space.cuda_device_prop().multiProcessorCount) * min_teams;
     return items < resident ? items : resident;
@@ -97,16 +92,15 @@ struct FoldShape {
 };
 
 #if defined(KOKKOS_ENABLE_CUDA)
-#ifndef GDN_EXP_FOLD_BF16_COLS
-#define GDN_EXP_FOLD_BF16_COLS 4
-#endif
-/// CUDA: 128 threads of 8 rows x 4 columns (32 floats: registers for eight
-/// resident teams per SM); a tile spans whole rows, so a warp reads 512
-/// contiguous bytes of a float state per fragment row; one team per item.
+/// CUDA: 128 threads, one team per item; a tile spans whole rows, so a
+/// warp's loads of a fragment row are contiguous. A float state: 8 rows x 4
+/// columns per thread (16-byte loads; 32 floats of registers, eight teams
+/// per SM). A bf16 state: 8 rows x 8 columns (16-byte loads of 8 values;
+/// four teams per SM).
 template <int Dk, class StateT>
 struct FoldShape<Kokkos::Cuda, Dk, StateT> {
   static constexpr int threads = 128;
-  static constexpr int cols = sizeof(StateT) == 2 ? GDN_EXP_FOLD_BF16_COLS : 4;
+  static constexpr int cols = sizeof(StateT) == 2 ? 8 : 4;
   static constexpr int tile_cols = Dk;
   static constexpr int row_groups = threads / (tile_cols / cols);
   static constexpr int rows = Dk / row_groups < 8 ? Dk / row_groups : 8;
