@@ -39,7 +39,7 @@
 namespace gdn {
 namespace Impl {
 
-template <class ExecSpace, class StateT, class RingT, int Dk, bool Verify>
+template <class ExecSpace, class ActT, class StateT, class RingT, int Dk, bool Verify>
 struct RecurrenceKernel {
   using Traits = TeamTraits<ExecSpace>;
   using M = typename ExecSpace::memory_space;
@@ -59,7 +59,7 @@ struct RecurrenceKernel {
   static_assert(kTileCols % kThreads == 0 || kThreads % kTileCols == 0,
                 "step 3 shares the tile's columns evenly");
 
-  RecurrenceParams<StateT, RingT, M> m;
+  RecurrenceParams<ActT, StateT, RingT, M> m;
   int m_items = 0;  // B * nv * kTiles
 
   /// Team scratch in bytes (16 bytes of slack for alignment).
@@ -132,12 +132,13 @@ struct RecurrenceKernel {
         for (int j = 0; j < n; ++j) {
           float o[kTileCols];
           readout_row(s, j, o);
-          for (int c = 0; c < kTileCols; ++c) m.out(t0 + c0 + j, long(h) * Dk + tcol + c) = o[c];
+          for (int c = 0; c < kTileCols; ++c)
+            m.out.write(t0 + c0 + j, long(h) * Dk + tcol + c, o[c]);
         }
       } else {
         for (int e = rank; e < n * kTileCols; e += kThreads) {
           const int j = e / kTileCols, c = e % kTileCols;
-          m.out(t0 + c0 + j, long(h) * Dk + tcol + c) = readout(s, j, c);
+          m.out.write(t0 + c0 + j, long(h) * Dk + tcol + c, readout(s, j, c));
         }
       }
       if (record) write_records(team, s, b, c0, n, kh, g, tile);
@@ -152,7 +153,8 @@ struct RecurrenceKernel {
     }
   }
 
-  /// Chunk inputs into scratch: k, q of key head kh, v of the tile, decay, beta.
+  /// Chunk inputs into scratch: k, q of key head kh, v of the tile, decay, beta
+  /// (m.in, token_io.hpp, returns them as float and computes raw gates).
   KOKKOS_INLINE_FUNCTION void stage(const Member& team, const Scratch& s, int t, int n, int h,
                                     int kh, int tcol) const {
     const int rank = team.team_rank();
