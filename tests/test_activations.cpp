@@ -147,8 +147,8 @@ void fwd(const Dev<ActT>& d, const Index& slots, const Pool<StateT>& S, const De
 }
 
 template <class ActT, class StateT, class RingT>
-void verify(const Dev<ActT>& d, const Index& slots, const Pool<StateT>& S,
-            const Dense2D<ActT>& out, const Index& rslots, const Pool<RingT>& ring) {
+void verify(const Dev<ActT>& d, const Index& slots, const Pool<StateT>& S, const Dense2D<ActT>& out,
+            const Index& rslots, const Pool<RingT>& ring) {
   const ExecSpace space;
   if (d.form == Form::Given) {
     const gdn::TokenInputs<Mem, ActT> in{d.qkv, d.g0, d.g1, d.offsets};
@@ -248,8 +248,8 @@ void cycle(Form form, const gdn::HeadConfig& cfg, const std::vector<int>& lens, 
   int diff = 0;
   for (int b = 0; b < B; ++b)
     for (std::uint32_t t = 0; t < pre.p.offsets[b + 1] - pre.p.offsets[b]; ++t)
-      diff += std::memcmp(&ov[(p.offsets[b] + t) * VD], &oe[(pre.p.offsets[b] + t) * VD],
-                          VD * 4) != 0;
+      diff +=
+          std::memcmp(&ov[(p.offsets[b] + t) * VD], &oe[(pre.p.offsets[b] + t) * VD], VD * 4) != 0;
   EXPECT_EQ(diff, 0) << "accepted verify outputs differ from a forward replay";
 }
 
@@ -336,8 +336,7 @@ void vs_reference(Form form) {
   const std::size_t head = std::size_t(g.nv) * g.dk * g.dv;
   for (int b = 0; b < p.batch(); ++b) {
     std::vector<double> s(ref_pool.begin() + b * head, ref_pool.begin() + (b + 1) * head);
-    gdn_ref::forward(g, p.host, decay, beta, int(p.offsets[b]), int(p.offsets[b + 1]), s,
-                     ref_out);
+    gdn_ref::forward(g, p.host, decay, beta, int(p.offsets[b]), int(p.offsets[b + 1]), s, ref_out);
     std::copy(s.begin(), s.end(), ref_pool.begin() + b * head);
   }
   if (is_bf16<StateT>)
@@ -367,8 +366,7 @@ TEST(Gates, AgreeWithFloat64Reference) {
 // out_bf16 == bf16(out_float) element for element.
 template <class StateT>
 void bf16_is_widened_float(Form form) {
-  SCOPED_TRACE(std::string(form_name(form)) + (is_bf16<StateT> ? ", bf16" : ", float") +
-               " state");
+  SCOPED_TRACE(std::string(form_name(form)) + (is_bf16<StateT> ? ", bf16" : ", float") + " state");
   const ExecSpace space;
   const auto cfg = heads(2, 4, 64);
   const Host h = make_host(cfg, {C + 3, 0, 5, 2 * C}, 31, form, true);
