@@ -630,7 +630,7 @@ void recurrence_fwd(const char* fn, const gdn::HeadConfig& cfg, py::handle qkv,
   const TokenArgs t = borrow_tokens(c, qkv, row_offsets, gates);
   const Arg a_slots = c.borrow(state_slots, "state_slots"), a_state = c.borrow(state, "state"),
             a_out = c.borrow(out, "out");
-  c.activation_is_float(t.qkv);
+  (void)c.activation_is_float(t.qkv);  // a TypeError for any other dtype, before Kokkos starts
   on_device(c, [&](const auto& space) {
     using Exec = std::decay_t<decltype(space)>;
     using M = typename Exec::memory_space;
@@ -653,7 +653,7 @@ void recurrence_verify_ring(const char* fn, const gdn::HeadConfig& cfg, py::hand
   const Arg a_slots = c.borrow(state_slots, "state_slots"), a_state = c.borrow(state, "state"),
             a_out = c.borrow(out, "out"), a_rslots = c.borrow(ring_slots, "ring_slots"),
             a_ring = c.borrow(ring, "ring");
-  c.activation_is_float(t.qkv);
+  (void)c.activation_is_float(t.qkv);  // a TypeError for any other dtype, before Kokkos starts
   on_device(c, [&](const auto& space) {
     using Exec = std::decay_t<decltype(space)>;
     using M = typename Exec::memory_space;
