@@ -13,6 +13,14 @@
 //                                           row; L = 1 (one layer per launch) and
 //                                           L = 36 (the GDN layers of a
 //                                           Qwen3-Next-80B-style model, one launch)
+//   .../act:bf16                            fwd, verify, prefill with bf16 activations
+//                                           (qkv, gates, out; TokenInputs<M, gdn::bf16>)
+//   .../gates:raw                           the same with raw gates a, b, A_log, dt_bias
+//                                           (GateInputs): decay and beta computed in the
+//                                           kernel. Without these keys: float activations,
+//                                           decay and beta given. Input variants run at
+//                                           D = 128, bf16 state, T in {1, 4, 16} (fwd,
+//                                           verify) and for two prompt sizes (prefill).
 // Shapes: nk = 16, nv = 32, Dk = Dv = d with d = 128 (Qwen3-Next's GDN layer)
 // and d = 64. State float or bf16; ring float, record_stride =
 // ring_record_elements rounded up to 16 bytes (GDN_BENCH_RECORD_ALIGN floats,
@@ -24,7 +32,8 @@
 // Method.
 //   - Buffers: one set per case, allocated and filled with random values
 //     (never zeros) on the device: qkv in [-1, 1], decay in [0.8, 1), beta in
-//     [0.05, 0.95), state in [-0.5, 0.5); fold records: k in [-1, 1],
+//     [0.05, 0.95) (raw gates: a in [-2, 1), b in [-3, 3), A_log in [-2, 0),
+//     dt_bias in [-0.5, 0.5)), state in [-0.5, 0.5); fold records: k in [-1, 1],
 //     u in [-0.02, 0.02], decay in [0.8, 0.99). Row b uses pool row b (fold:
 //     layer l, row b uses pool row and ring row l*B + b), so the state a call
 //     touches is B (x L) distinct rows: 2 MiB per row at D128/float, 256 KiB
@@ -52,7 +61,8 @@
 //     call returned, before its fence: validation, launch; on a GPU the
 //     kernel runs on after it), samples, bytes (the minimal bytes moved,
 //     each counted once: state read, and written where the kernel writes it;
-//     qkv, decay, beta, out; ring records written (verify) or read (fold),
+//     qkv, decay, beta (or a, b), out, in the activation type's bytes; A_log
+//     and dt_bias; ring records written (verify) or read (fold),
 //     used elements only; index arrays), flops (per token and value head, FMA = 2:
 //     verify 4*Dk*Dv, the two projections S0^T k and S0^T q of step 1; fwd and
 //     prefill 7*Dk*Dv, those plus the fold's multiply and FMA per state element;
@@ -244,9 +254,11 @@ struct Case {
   int dim = 128;  // Dk = Dv
   bool bf16_state = false;
   int batch = 1;
-  int window = 1;        // T: tokens per row (fwd, verify), accepted records per row (fold)
-  int record_align = 4;  // record_stride: a multiple of this many floats
-  int layers = 1;        // fold only
+  int window = 1;          // T: tokens per row (fwd, verify), accepted records per row (fold)
+  int record_align = 4;    // record_stride: a multiple of this many floats
+  int layers = 1;          // fold only
+  bool bf16_act = false;   // fwd, verify, prefill: bf16 activations
+  bool raw_gates = false;  // fwd, verify, prefill: GateInputs
 
   gdn::HeadConfig cfg() const { return gdn::HeadConfig{kNumKeyHeads, kNumValueHeads, dim, dim}; }
   double state_row_bytes() const {
@@ -260,9 +272,11 @@ struct Case {
     return (record_elements() + a - 1) / a * a;
   }
   double tokens() const { return double(batch) * window; }
-  double token_bytes() const {  // qkv + decay + beta read, out written
-    return 4.0 * (double(cfg().conv_dim()) + 2.0 * kNumValueHeads + double(cfg().value_dim()));
+  double token_bytes() const {  // qkv + decay + beta (or a + b) read, out written
+    return (bf16_act ? 2.0 : 4.0) *
+           (double(cfg().conv_dim()) + 2.0 * kNumValueHeads + double(cfg().value_dim()));
   }
+  double gate_param_bytes() const { return raw_gates ? 2.0 * 4.0 * kNumValueHeads : 0.0; }
   double records() const { return double(layers) * batch * window * kNumKeyHeads; }
 
   std::string name() const {
@@ -273,7 +287,10 @@ struct Case {
     std::string n =
         std::string(k) + "/D" + std::to_string(dim) + "/state:" + (bf16_state ? "bf16" : "float");
     if (kernel == Kernel::Fold) n += "/L:" + std::to_string(layers);
-    return n + "/B:" + std::to_string(batch) + "/T:" + std::to_string(window);
+    n += "/B:" + std::to_string(batch) + "/T:" + std::to_string(window);
+    if (bf16_act) n += "/act:bf16";
+    if (raw_gates) n += "/gates:raw";
+    return n;
   }
 
   double min_bytes() const {
@@ -281,9 +298,10 @@ struct Case {
     switch (kernel) {
       case Kernel::Fwd:  // state read + written, tokens, offsets + slots
       case Kernel::Prefill:
-        return 2.0 * batch * state_row_bytes() + tokens() * token_bytes() + idx * (2.0 * batch + 1);
+        return 2.0 * batch * state_row_bytes() + tokens() * token_bytes() + gate_param_bytes() +
+               idx * (2.0 * batch + 1);
       case Kernel::Verify:  // state read, tokens, records written, offsets + slots + ring slots
-        return batch * state_row_bytes() + tokens() * token_bytes() +
+        return batch * state_row_bytes() + tokens() * token_bytes() + gate_param_bytes() +
                records() * record_elements() * 4.0 + idx * (3.0 * batch + 1);
       case Kernel::Fold:  // state read + written, records read, two tables + num_accepted
       default:
@@ -402,11 +420,17 @@ void report(benchmark::State& st, const Case& c, const Settings& s, const Timing
 }
 
 // ---------------------------------------------------------------------------
-// The per-token inputs and outputs of fwd and verify: every row `window` tokens.
+// The per-token inputs and outputs of fwd and verify: every row `window` tokens,
+// activations of type ActT; both input forms over the same buffers (decay and
+// beta hold a and b when the case has raw gates).
+template <class ActT>
 struct TokenBuffers {
-  Matrix qkv, decay, beta, out;  // [tokens, conv_dim], [tokens, nv] x 2, [tokens, value_dim]
-  Index offsets, slots;          // [B+1], [B]
-  gdn::TokenInputs<Mem> in;
+  using Act = Kokkos::View<ActT**, Kokkos::LayoutRight, Mem>;
+  Act qkv, decay, beta, out;  // [tokens, conv_dim], [tokens, nv] x 2, [tokens, value_dim]
+  Kokkos::View<float*, Mem> A_log, dt_bias;  // [nv]
+  Index offsets, slots;                      // [B+1], [B]
+  gdn::TokenInputs<Mem, ActT> in;
+  gdn::GateInputs<Mem, ActT> gates;
 
   explicit TokenBuffers(const Case& c) {
     const gdn::HeadConfig cfg = c.cfg();
@@ -414,23 +438,30 @@ struct TokenBuffers {
     const auto no_init = [](const std::string& label) {
       return Kokkos::view_alloc(label, Kokkos::WithoutInitializing);
     };
-    qkv = Matrix(no_init("gdn_bench::qkv"), tokens, cfg.conv_dim());
-    decay = Matrix(no_init("gdn_bench::decay"), tokens, cfg.num_value_heads);
-    beta = Matrix(no_init("gdn_bench::beta"), tokens, cfg.num_value_heads);
-    out = Matrix(no_init("gdn_bench::out"), tokens, cfg.value_dim());
+    qkv = Act(no_init("gdn_bench::qkv"), tokens, cfg.conv_dim());
+    decay = Act(no_init("gdn_bench::decay"), tokens, cfg.num_value_heads);
+    beta = Act(no_init("gdn_bench::beta"), tokens, cfg.num_value_heads);
+    out = Act(no_init("gdn_bench::out"), tokens, cfg.value_dim());
+    A_log = Kokkos::View<float*, Mem>(no_init("gdn_bench::A_log"), cfg.num_value_heads);
+    dt_bias = Kokkos::View<float*, Mem>(no_init("gdn_bench::dt_bias"), cfg.num_value_heads);
     fill_uniform(qkv.data(), qkv.size(), -1.0f, 1.0f, 11);
-    fill_uniform(decay.data(), decay.size(), 0.8f, 1.0f, 12);
-    fill_uniform(beta.data(), beta.size(), 0.05f, 0.95f, 13);
+    if (c.raw_gates) {
+      fill_uniform(decay.data(), decay.size(), -2.0f, 1.0f, 12);
+      fill_uniform(beta.data(), beta.size(), -3.0f, 3.0f, 13);
+    } else {
+      fill_uniform(decay.data(), decay.size(), 0.8f, 1.0f, 12);
+      fill_uniform(beta.data(), beta.size(), 0.05f, 0.95f, 13);
+    }
+    fill_uniform(A_log.data(), A_log.size(), -2.0f, 0.0f, 15);
+    fill_uniform(dt_bias.data(), dt_bias.size(), -0.5f, 0.5f, 16);
     fill_uniform(out.data(), out.size(), -1.0f, 1.0f, 14);  // first touch
     std::vector<std::uint32_t> off(c.batch + 1), sl(c.batch);
     for (int b = 0; b <= c.batch; ++b) off[b] = static_cast<std::uint32_t>(b * c.window);
     for (int b = 0; b < c.batch; ++b) sl[b] = static_cast<std::uint32_t>(b);
     offsets = make_index(off);
     slots = make_index(sl);
-    in.qkv = qkv;
-    in.decay = decay;
-    in.beta = beta;
-    in.row_offsets = offsets;
+    in = {qkv, decay, beta, offsets};
+    gates = {qkv, decay, beta, A_log, dt_bias, offsets};
   }
 };
 
@@ -446,10 +477,10 @@ std::string non_finite_message(long bad, const char* what) {
   return std::to_string(bad) + " non-finite values in " + what + " after timing";
 }
 
-template <class StateT>
+template <class StateT, class ActT>
 void run_recurrence(benchmark::State& st, const Case& c, const Settings& s) {
   const gdn::HeadConfig cfg = c.cfg();
-  TokenBuffers tok(c);
+  TokenBuffers<ActT> tok(c);
   Pool<StateT> state = make_state<StateT>(c.batch, c.dim);  // [B, nv, Dk, Dv]
   Pool<float> ring;                                         // [B, nk, RING_LEN = T, record_stride]
   Index ring_slots;                                         // [B]
@@ -460,16 +491,16 @@ void run_recurrence(benchmark::State& st, const Case& c, const Settings& s) {
   Exec space;
   space.fence();
   Timing t;
-  for (auto _ : st) {
+  const auto time_with = [&](const auto& in) {
     if (c.kernel == Kernel::Fwd || c.kernel == Kernel::Prefill) {
-      t = time_calls(s,
-                     [&] { gdn::recurrence_fwd(space, cfg, tok.in, tok.slots, state, tok.out); });
-    } else {
-      t = time_calls(s, [&] {
-        gdn::recurrence_verify_ring(space, cfg, tok.in, tok.slots, state, tok.out, ring_slots,
-                                    ring);
-      });
+      return time_calls(s, [&] { gdn::recurrence_fwd(space, cfg, in, tok.slots, state, tok.out); });
     }
+    return time_calls(s, [&] {
+      gdn::recurrence_verify_ring(space, cfg, in, tok.slots, state, tok.out, ring_slots, ring);
+    });
+  };
+  for (auto _ : st) {
+    t = c.raw_gates ? time_with(tok.gates) : time_with(tok.in);
     st.SetIterationTime(t.median);
   }
   report(st, c, s, t);
@@ -511,12 +542,18 @@ void run_fold(benchmark::State& st, const Case& c, const Settings& s) {
   if (bad) st.SkipWithError(non_finite_message(bad, "state").c_str());
 }
 
+template <class StateT>
+void run_recurrence_act(benchmark::State& st, const Case& c, const Settings& s) {
+  c.bf16_act ? run_recurrence<StateT, gdn::bf16>(st, c, s)
+             : run_recurrence<StateT, float>(st, c, s);
+}
+
 void run_case(benchmark::State& st, const Case& c, const Settings& s) {
   const bool fold = c.kernel == Kernel::Fold;
   if (c.bf16_state) {
-    fold ? run_fold<gdn::bf16>(st, c, s) : run_recurrence<gdn::bf16>(st, c, s);
+    fold ? run_fold<gdn::bf16>(st, c, s) : run_recurrence_act<gdn::bf16>(st, c, s);
   } else {
-    fold ? run_fold<float>(st, c, s) : run_recurrence<float>(st, c, s);
+    fold ? run_fold<float>(st, c, s) : run_recurrence_act<float>(st, c, s);
   }
 }
 
@@ -572,6 +609,34 @@ void register_cases(const Settings& s) {
       c.window = bl[1];
       add(c);
     }
+  // Input variants: bf16 activations, raw gates, both (D = 128, bf16 state: the engines' case).
+  const bool inputs[][2] = {{true, false}, {false, true}, {true, true}};  // {bf16_act, raw_gates}
+  for (const auto& io : inputs) {
+    for (Kernel kernel : {Kernel::Fwd, Kernel::Verify})
+      for (int batch : batches)
+        for (int window : {1, 4, 16}) {
+          if (batch > s.max_batch) continue;
+          Case c;
+          c.kernel = kernel;
+          c.bf16_state = true;
+          c.batch = batch;
+          c.window = window;
+          c.record_align = s.record_align;
+          c.bf16_act = io[0];
+          c.raw_gates = io[1];
+          add(c);
+        }
+    for (int p : {0, 3}) {
+      Case c;
+      c.kernel = Kernel::Prefill;
+      c.bf16_state = true;
+      c.batch = prompts[p][0];
+      c.window = prompts[p][1];
+      c.bf16_act = io[0];
+      c.raw_gates = io[1];
+      add(c);
+    }
+  }
   if (skipped) std::printf("gdn_bench: %d cases skipped for memory\n", skipped);
 }
 

@@ -44,6 +44,12 @@ def parse_name(name):
     return parts[0], fields
 
 
+def input_label(f):
+    """'act:bf16' and 'gates:raw' fields -> 'bf16, raw gates'; the default reads 'float'."""
+    act = f.get("act", "float")
+    return act + (", raw gates" if f.get("gates") == "raw" else "")
+
+
 def fmt_num(x, digits):
     return "" if x is None else f"{x:.{digits}f}"
 
@@ -83,7 +89,8 @@ def time_us(b):
 
 def case_key(f):
     """Registration order (also after --benchmark_enable_random_interleaving):
-    L, then D128 before D64, float before bf16, then B and T."""
+    L, then D128 before D64, float before bf16 state, float activations and given
+    gates before the input variants (act:bf16, gates:raw), then B and T."""
 
     def num(key, default=0):
         try:
@@ -91,7 +98,8 @@ def case_key(f):
         except ValueError:
             return default
 
-    return (num("L"), -num("shape"), f.get("state", "") != "float", num("B"), num("T"))
+    return (num("L"), -num("shape"), f.get("state", "") != "float", f.get("act", ""),
+            f.get("gates", ""), num("B"), num("T"))
 
 
 def launch_floor(ctx):
@@ -168,7 +176,10 @@ def render(data):
         with_layers = kernel == "fold"
         out.append(f"## {kernel}: {title}")
         out.append("")
-        head = ["shape", "state", "B", "T"] + (["L"] if with_layers else [])
+        with_inputs = any("act" in parse_name(n)[1] or "gates" in parse_name(n)[1]
+                          for n, _ in cases)
+        head = ["shape", "state"] + (["inputs"] if with_inputs else []) + ["B", "T"]
+        head += ["L"] if with_layers else []
         with_gpu = any("gpu_us" in b for _, b in cases)
         with_copy = any("copy_us" in b for _, b in cases)
         head += ["time_us", "host_us"] + (["gpu_us"] if with_gpu else [])
@@ -176,11 +187,14 @@ def render(data):
         head += ["GB/s", "TFLOP/s", "bw_frac %", "roofline_frac %"]
         out.append("| " + " | ".join(head) + " |")
         numeric = 6 + int(with_gpu) + int(with_copy)
-        align = ["---"] * (5 if with_layers else 4) + ["---:"] * numeric
+        align = ["---"] * (4 + int(with_layers) + int(with_inputs)) + ["---:"] * numeric
         out.append("|" + "|".join(align) + "|")
         for name, b in cases:
             _, f = parse_name(name)
-            cells = [f.get("shape", ""), f.get("state", ""), f.get("B", ""), f.get("T", "")]
+            cells = [f.get("shape", ""), f.get("state", "")]
+            if with_inputs:
+                cells.append(input_label(f))
+            cells += [f.get("B", ""), f.get("T", "")]
             if with_layers:
                 cells.append(f.get("L", ""))
             if b.get("error_occurred"):

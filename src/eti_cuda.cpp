@@ -1,7 +1,9 @@
-// Explicit instantiations of the gdn launchers for Kokkos::Cuda (see include/gdn/impl/eti.hpp).
+// Explicit instantiations of the gdn launchers for Kokkos::Cuda: the fold, and forward and
+// verify with float activations (see include/gdn/impl/eti.hpp).
 #include <gdn/gdn.hpp>
 #include <gdn/impl/launch_impl.hpp>
 
 #if defined(KOKKOS_ENABLE_CUDA)
-GDN_ETI_SPACE(, Kokkos::Cuda)
+GDN_ETI_ACTIVATION(, Kokkos::Cuda, float)
+GDN_ETI_FOLD(, Kokkos::Cuda)
 #endif

@@ -1,7 +1,9 @@
-// Explicit instantiations of the gdn launchers for Kokkos::OpenMP (see include/gdn/impl/eti.hpp).
+// Explicit instantiations of the gdn launchers for Kokkos::OpenMP: the fold, and forward and
+// verify with float activations (see include/gdn/impl/eti.hpp).
 #include <gdn/gdn.hpp>
 #include <gdn/impl/launch_impl.hpp>
 
 #if defined(KOKKOS_ENABLE_OPENMP)
-GDN_ETI_SPACE(, Kokkos::OpenMP)
+GDN_ETI_ACTIVATION(, Kokkos::OpenMP, float)
+GDN_ETI_FOLD(, Kokkos::OpenMP)
 #endif

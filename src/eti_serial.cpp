@@ -1,7 +1,9 @@
-// Explicit instantiations of the gdn launchers for Kokkos::Serial (see include/gdn/impl/eti.hpp).
+// Explicit instantiations of the gdn launchers for Kokkos::Serial: the fold, and forward and
+// verify with float activations (see include/gdn/impl/eti.hpp).
 #include <gdn/gdn.hpp>
 #include <gdn/impl/launch_impl.hpp>
 
 #if defined(KOKKOS_ENABLE_SERIAL)
-GDN_ETI_SPACE(, Kokkos::Serial)
+GDN_ETI_ACTIVATION(, Kokkos::Serial, float)
+GDN_ETI_FOLD(, Kokkos::Serial)
 #endif

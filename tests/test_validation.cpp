@@ -6,6 +6,7 @@
 #include <gdn/impl/validate.hpp>
 
 #include <climits>
+#include <cmath>
 #include <functional>
 #include <string>
 
@@ -54,6 +55,15 @@ Strided2D dense(std::size_t r, std::size_t c) {
   return make_2d(r, c, Layout::Dense, nullptr, 0x3f000000u);
 }
 
+// Raw-gate inputs over the setup's tokens: a and b are the setup's decay and beta views.
+gdn::GateInputs<Mem> gates(const CallSetup& s, std::size_t params = 4, float a_log = 0.0f,
+                           float dt_bias = 0.0f) {
+  Kokkos::View<float*, Mem> A_log("A_log", params), bias("dt_bias", params);
+  Kokkos::deep_copy(A_log, a_log);
+  Kokkos::deep_copy(bias, dt_bias);
+  return {s.d.in.qkv, s.d.in.decay, s.d.in.beta, A_log, bias, s.d.in.row_offsets};
+}
+
 const char* kFwd = "gdn::recurrence_fwd";
 const char* kVer = "gdn::recurrence_verify_ring";
 const char* kFold = "gdn::state_fold";
@@ -90,6 +100,42 @@ std::vector<Case> cases() {
     auto in = s.d.in;
     in.row_offsets = to_device({0, 3, 5});
     gdn::recurrence_fwd(s.space, s.cfg, in, s.slots, s.state, s.out.view);
+  }});
+  // ---- raw gates (GateInputs) and bf16 activations ----
+  v.push_back({"GateATooFewHeads", kFwd, "inputs.a", false, [](CallSetup& s) {
+    const Strided2D a = dense(s.p.tokens(), s.cfg.num_value_heads - 1);
+    auto in = gates(s);
+    in.a = a.view;
+    gdn::recurrence_fwd(s.space, s.cfg, in, s.slots, s.state, s.out.view);
+  }});
+  v.push_back({"GateBTooFewTokens", kVer, "inputs.b", false, [](CallSetup& s) {
+    const Strided2D b = dense(s.p.tokens() - 1, s.cfg.num_value_heads);
+    auto in = gates(s);
+    in.b = b.view;
+    gdn::recurrence_verify_ring(s.space, s.cfg, in, s.slots, s.state, s.out.view, s.rslots, s.ring);
+  }});
+  v.push_back({"ALogTooShort", kFwd, "inputs.A_log", false, [](CallSetup& s) {
+    auto in = gates(s);
+    in.A_log = Kokkos::View<float*, Mem>("short", 3);
+    gdn::recurrence_fwd(s.space, s.cfg, in, s.slots, s.state, s.out.view);
+  }});
+  v.push_back({"DtBiasTooShort", kVer, "inputs.dt_bias", false, [](CallSetup& s) {
+    auto in = gates(s);
+    in.dt_bias = Kokkos::View<float*, Mem>("short", 0);
+    gdn::recurrence_verify_ring(s.space, s.cfg, in, s.slots, s.state, s.out.view, s.rslots, s.ring);
+  }});
+  v.push_back({"Bf16QkvTooNarrow", kFwd, "inputs.qkv", false, [](CallSetup& s) {
+    Kokkos::View<gdn::bf16**, Mem> qkv("qkv", s.p.tokens(), s.cfg.conv_dim() - 1), g("g", s.p.tokens(), s.cfg.num_value_heads);
+    Kokkos::View<gdn::bf16**, Mem> o("o", s.p.tokens(), s.cfg.value_dim());
+    const gdn::TokenInputs<Mem, gdn::bf16> in{qkv, g, g, s.d.in.row_offsets};
+    gdn::recurrence_fwd(s.space, s.cfg, in, s.slots, s.state, o);
+  }});
+  v.push_back({"Bf16GateOutTooNarrow", kVer, "out", false, [](CallSetup& s) {
+    Kokkos::View<gdn::bf16**, Mem> qkv("qkv", s.p.tokens(), s.cfg.conv_dim()), g("g", s.p.tokens(), s.cfg.num_value_heads);
+    Kokkos::View<gdn::bf16**, Mem> o("o", s.p.tokens(), s.cfg.value_dim() - 1);
+    const auto f = gates(s);
+    const gdn::GateInputs<Mem, gdn::bf16> in{qkv, g, g, f.A_log, f.dt_bias, s.d.in.row_offsets};
+    gdn::recurrence_verify_ring(s.space, s.cfg, in, s.slots, s.state, o, s.rslots, s.ring);
   }});
   // ---- output ----
   v.push_back({"OutTooFewRows", kFwd, "out", false, [](CallSetup& s) {
@@ -182,6 +228,12 @@ std::vector<Case> cases() {
   v.push_back({"FoldRingRowOutOfRange", kFold, "ring_rows", true, [](CallSetup& s) {
     gdn::state_fold(s.space, s.cfg, s.srows, s.state, to_device(2, 3, {0, 1, 2, 2, 7, 1}), s.ring, s.acc);
   }});
+  v.push_back({"ALogNotFinite", kFwd, "inputs.A_log", true, [](CallSetup& s) {
+    gdn::recurrence_fwd(s.space, s.cfg, gates(s, 4, std::nanf("")), s.slots, s.state, s.out.view);
+  }});
+  v.push_back({"DtBiasNotFinite", kVer, "inputs.dt_bias", true, [](CallSetup& s) {
+    gdn::recurrence_verify_ring(s.space, s.cfg, gates(s, 4, 0.0f, INFINITY), s.slots, s.state, s.out.view, s.rslots, s.ring);
+  }});
   return v;
 }
 // clang-format on
@@ -233,6 +285,25 @@ TEST(Checking, ValidCallsPassWithAndWithoutChecking) {
     gdn::set_index_checking(false);
     s.space.fence();
   }
+}
+
+// Raw gates: valid calls pass with and without checking; without it, non-finite
+// parameters are not looked at (they live on the device).
+TEST(Checking, GateInputsPassAndNonFiniteParametersNeedChecking) {
+  for (bool on : {false, true}) {
+    CallSetup s;
+    gdn::set_index_checking(on);
+    EXPECT_NO_THROW(gdn::recurrence_fwd(s.space, s.cfg, gates(s, 5, -1.0f, 0.5f), s.slots, s.state,
+                                        s.out.view));
+    EXPECT_NO_THROW(gdn::recurrence_verify_ring(s.space, s.cfg, gates(s), s.slots, s.state,
+                                                s.out.view, s.rslots, s.ring));
+    gdn::set_index_checking(false);
+    s.space.fence();
+  }
+  CallSetup s;
+  EXPECT_NO_THROW(gdn::recurrence_fwd(s.space, s.cfg, gates(s, 4, std::nanf("")), s.slots, s.state,
+                                      s.out.view));
+  s.space.fence();
 }
 
 // Recording rows only read their state row: several may share one in the checking mode.

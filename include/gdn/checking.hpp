@@ -11,9 +11,11 @@
 /// setting the environment variable `GDN_CHECK_INDICES=1` before the first call.
 /// While it is on, every entry point copies its index views to the host,
 /// validates them (bounds, monotone offsets, rows that two requests would
-/// write concurrently) and throws `gdn::InvalidArgument` naming the first bad
-/// position; it also fences the given execution space instance (the call is
-/// then no longer asynchronous). When it is off, no extra work is done.
+/// write concurrently; for raw gates, gdn::GateInputs, also that A_log and
+/// dt_bias are finite, since they too live on the device) and throws
+/// `gdn::InvalidArgument` naming the first bad position; it also fences the
+/// given execution space instance (the call is then no longer asynchronous).
+/// When it is off, no extra work is done.
 
 namespace gdn {
 

@@ -2,7 +2,10 @@
 #define GDN_CONFIG_HPP
 
 /// \file config.hpp
-/// \brief Head geometry (`HeadConfig`) and the per-token inputs of one layer (`TokenInputs`).
+/// \brief Head geometry (`HeadConfig`) and the per-token inputs of one layer
+/// (`TokenInputs` with the gates given, `GateInputs` with raw gates).
+
+#include <gdn/bf16.hpp>
 
 #include <Kokkos_Core.hpp>
 
@@ -40,20 +43,61 @@ struct HeadConfig {
   constexpr long conv_dim() const { return 2 * key_dim() + value_dim(); }
 };
 
-/// \brief The per-token inputs of one layer over a ragged batch.
+/// \brief The per-token inputs of one layer over a ragged batch, with the gates given.
 ///
 /// Sequence `b` owns the flat tokens `[row_offsets[b], row_offsets[b+1])`.
 /// Every member is a `LayoutStride` view: a `LayoutLeft`, `LayoutRight` or
 /// strided view of any of them converts to it, on every backend.
-template <class MemorySpace>
+///
+/// `ActT`, the activation type, is `float` or `gdn::bf16`: the type of `qkv`,
+/// `decay`, `beta` and of the call's `out`. The kernels widen bf16 inputs
+/// exactly and compute in float32 either way; a bf16 `out` is rounded to
+/// nearest even.
+template <class MemorySpace, class ActT = float>
 struct TokenInputs {
+  static_assert(Impl::IsStorageType<ActT>::value,
+                "gdn::TokenInputs: the activation type must be float or gdn::bf16");
+  using activation_type = ActT;
   /// [tokens, conv_dim]: query at `kh*Dk + i`, key at `key_dim + kh*Dk + i`,
   /// value at `2*key_dim + h*Dv + j`.
-  Kokkos::View<const float**, Kokkos::LayoutStride, MemorySpace> qkv;
+  Kokkos::View<const ActT**, Kokkos::LayoutStride, MemorySpace> qkv;
   /// [tokens, nv]: the gate, already exponentiated, in (0, 1].
-  Kokkos::View<const float**, Kokkos::LayoutStride, MemorySpace> decay;
+  Kokkos::View<const ActT**, Kokkos::LayoutStride, MemorySpace> decay;
   /// [tokens, nv]: beta, already through the sigmoid.
-  Kokkos::View<const float**, Kokkos::LayoutStride, MemorySpace> beta;
+  Kokkos::View<const ActT**, Kokkos::LayoutStride, MemorySpace> beta;
+  /// [B+1]: non-decreasing, `row_offsets[0] == 0`.
+  Kokkos::View<const std::uint32_t*, Kokkos::LayoutStride, MemorySpace> row_offsets;
+};
+
+/// \brief The per-token inputs of one layer with raw gates: the kernel computes decay and beta.
+///
+/// The same batch and `qkv` as `TokenInputs`; instead of `decay` and `beta`
+/// the model's raw per-token gate inputs `a`, `b` and its per-head parameters
+/// `A_log`, `dt_bias` (the names of the Qwen3-Next checkpoints). For token t
+/// and value head h the kernel computes, in float32 (docs/design.md, section 1):
+///
+///     x     = a[t, h] + dt_bias[h]
+///     decay = exp(-(exp(A_log[h]) * softplus(x))),  softplus(x) = x > 20 ? x : log1p(exp(x))
+///     beta  = 1 / (1 + exp(-b[t, h]))
+///
+/// and uses them exactly as it uses given ones (the ring records the decay it
+/// computed, so the fold stays exact). `A_log` and `dt_bias` are float32
+/// whatever `ActT` is.
+template <class MemorySpace, class ActT = float>
+struct GateInputs {
+  static_assert(Impl::IsStorageType<ActT>::value,
+                "gdn::GateInputs: the activation type must be float or gdn::bf16");
+  using activation_type = ActT;
+  /// [tokens, conv_dim]: as in TokenInputs.
+  Kokkos::View<const ActT**, Kokkos::LayoutStride, MemorySpace> qkv;
+  /// [tokens, nv]: the raw decay gate input (before dt_bias and the softplus).
+  Kokkos::View<const ActT**, Kokkos::LayoutStride, MemorySpace> a;
+  /// [tokens, nv]: the raw beta input (before the sigmoid).
+  Kokkos::View<const ActT**, Kokkos::LayoutStride, MemorySpace> b;
+  /// [nv]: the log of the decay rate of each value head.
+  Kokkos::View<const float*, Kokkos::LayoutStride, MemorySpace> A_log;
+  /// [nv]: the bias added to `a` before the softplus.
+  Kokkos::View<const float*, Kokkos::LayoutStride, MemorySpace> dt_bias;
   /// [B+1]: non-decreasing, `row_offsets[0] == 0`.
   Kokkos::View<const std::uint32_t*, Kokkos::LayoutStride, MemorySpace> row_offsets;
 };

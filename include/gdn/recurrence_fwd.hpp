@@ -19,6 +19,50 @@
 
 namespace gdn {
 
+namespace Impl {
+
+/// The compile-time checks of recurrence_fwd, then the launch (every overload).
+template <class ExecSpace, class Inputs, class SlotsView, class StateView, class OutView>
+void recurrence_fwd_checked(const ExecSpace& space, const HeadConfig& cfg, const Inputs& inputs,
+                            const SlotsView& state_slots, const StateView& state,
+                            const OutView& out) {
+  using M = typename ExecSpace::memory_space;
+  static_assert(
+      Kokkos::is_execution_space<ExecSpace>::value,
+      "gdn::recurrence_fwd: the first argument must be a Kokkos execution space instance");
+  using IT = InputsTraits<ExecSpace, Inputs>;
+  static_assert(IT::is_inputs,
+                "gdn::recurrence_fwd: inputs must be a gdn::TokenInputs or a gdn::GateInputs");
+  static_assert(IT::space_ok, "gdn::recurrence_fwd: inputs must live in ExecSpace::memory_space");
+  using ActT = typename IT::activation_type;
+  GDN_IMPL_STATIC_ASSERT_INDEX_VIEW("gdn::recurrence_fwd", "state_slots", 1, "[B]", ExecSpace,
+                                    SlotsView);
+  static_assert(Kokkos::is_view<StateView>::value,
+                "gdn::recurrence_fwd: state must be a Kokkos::View");
+  using SP = PoolViewTraits<ExecSpace, StateView>;
+  static_assert(SP::rank_ok, "gdn::recurrence_fwd: state must have rank 4 [slots, nv, Dk, Dv]");
+  static_assert(SP::type_ok, "gdn::recurrence_fwd: state value type must be float or gdn::bf16");
+  static_assert(!std::is_const<typename StateView::value_type>::value,
+                "gdn::recurrence_fwd: state is written and must not be const");
+  static_assert(SP::layout_ok, "gdn::recurrence_fwd: state must be LayoutRight (a dense pool)");
+  static_assert(SP::space_ok, "gdn::recurrence_fwd: state must live in ExecSpace::memory_space");
+  static_assert(Kokkos::is_view<OutView>::value, "gdn::recurrence_fwd: out must be a Kokkos::View");
+  static_assert(unsigned(OutView::rank) == 2,
+                "gdn::recurrence_fwd: out must have rank 2 [tokens, value_dim]");
+  static_assert(std::is_same<typename OutView::value_type, ActT>::value,
+                "gdn::recurrence_fwd: out value type must be (non-const) and the inputs' "
+                "activation type (float, or gdn::bf16 for bf16 inputs)");
+  static_assert(std::is_same<typename OutView::memory_space, M>::value,
+                "gdn::recurrence_fwd: out must live in ExecSpace::memory_space");
+  ScopedRegion region("gdn::recurrence_fwd");
+  using StateT = typename SP::value_type;
+  FwdLauncher<ExecSpace, ActT, StateT>::run(space, cfg, inputs, IndexView<M>(state_slots),
+                                            PoolView<StateT, M>(state),
+                                            Impl::OutView<ActT, M>(out));
+}
+
+}  // namespace Impl
+
 /// \brief Run the gated delta recurrence over every token of every sequence and commit the state.
 ///
 /// For sequence b (tokens `[row_offsets[b], row_offsets[b+1])`) and every value
@@ -30,10 +74,14 @@ namespace gdn {
 /// \param space        execution space instance (Kokkos::Cuda, Kokkos::OpenMP, Kokkos::Serial)
 /// \param cfg          head geometry; Dk == Dv in {64, 128}
 /// \param inputs       qkv [tokens, conv_dim], decay and beta [tokens, nv], row_offsets [B+1]
+///                     (TokenInputs); or raw gates a and b [tokens, nv] with A_log and
+///                     dt_bias [nv] (GateInputs, the decay and beta computed in the kernel).
+///                     float or gdn::bf16 activations (the overload below)
 /// \param state_slots  [B] pool row of each sequence: a std::uint32_t view (const or not),
 ///                     LayoutLeft, LayoutRight or LayoutStride
 /// \param state        [slots, nv, Dk, Dv] LayoutRight pool of float or gdn::bf16, read and written
-/// \param out          [tokens, value_dim] float, any layout; written for every token of every row
+/// \param out          [tokens, value_dim] of the inputs' activation type (float or gdn::bf16,
+///                     rounded to nearest even), any layout; written for every token of every row
 /// \throws gdn::InvalidArgument (a std::invalid_argument) for a bad head geometry or
 ///         view shape, before anything is launched; with index checking on
 ///         (checking.hpp) also for bad offsets or slots.
@@ -41,33 +89,16 @@ template <class ExecSpace, class SlotsView, class StateView, class OutView>
 void recurrence_fwd(const ExecSpace& space, const HeadConfig& cfg,
                     const TokenInputs<typename ExecSpace::memory_space>& inputs,
                     const SlotsView& state_slots, const StateView& state, const OutView& out) {
-  using M = typename ExecSpace::memory_space;
-  static_assert(
-      Kokkos::is_execution_space<ExecSpace>::value,
-      "gdn::recurrence_fwd: the first argument must be a Kokkos execution space instance");
-  GDN_IMPL_STATIC_ASSERT_INDEX_VIEW("gdn::recurrence_fwd", "state_slots", 1, "[B]", ExecSpace,
-                                    SlotsView);
-  static_assert(Kokkos::is_view<StateView>::value,
-                "gdn::recurrence_fwd: state must be a Kokkos::View");
-  using SP = Impl::PoolViewTraits<ExecSpace, StateView>;
-  static_assert(SP::rank_ok, "gdn::recurrence_fwd: state must have rank 4 [slots, nv, Dk, Dv]");
-  static_assert(SP::type_ok, "gdn::recurrence_fwd: state value type must be float or gdn::bf16");
-  static_assert(!std::is_const<typename StateView::value_type>::value,
-                "gdn::recurrence_fwd: state is written and must not be const");
-  static_assert(SP::layout_ok, "gdn::recurrence_fwd: state must be LayoutRight (a dense pool)");
-  static_assert(SP::space_ok, "gdn::recurrence_fwd: state must live in ExecSpace::memory_space");
-  static_assert(Kokkos::is_view<OutView>::value, "gdn::recurrence_fwd: out must be a Kokkos::View");
-  static_assert(unsigned(OutView::rank) == 2,
-                "gdn::recurrence_fwd: out must have rank 2 [tokens, value_dim]");
-  static_assert(std::is_same<typename OutView::value_type, float>::value,
-                "gdn::recurrence_fwd: out value type must be (non-const) float");
-  static_assert(std::is_same<typename OutView::memory_space, M>::value,
-                "gdn::recurrence_fwd: out must live in ExecSpace::memory_space");
-  Impl::ScopedRegion region("gdn::recurrence_fwd");
-  using StateT = typename SP::value_type;
-  Impl::FwdLauncher<ExecSpace, StateT>::run(space, cfg, inputs, Impl::IndexView<M>(state_slots),
-                                            Impl::PoolView<StateT, M>(state),
-                                            Impl::OutView<M>(out));
+  Impl::recurrence_fwd_checked(space, cfg, inputs, state_slots, state, out);
+}
+
+/// \brief `recurrence_fwd` for the other inputs: `TokenInputs<M, gdn::bf16>`,
+/// `GateInputs<M, float>` and `GateInputs<M, gdn::bf16>` (`out` of the same activation type).
+template <class ExecSpace, class Inputs, class SlotsView, class StateView, class OutView,
+          Impl::EnableIfOtherInputs<ExecSpace, Inputs> = 0>
+void recurrence_fwd(const ExecSpace& space, const HeadConfig& cfg, const Inputs& inputs,
+                    const SlotsView& state_slots, const StateView& state, const OutView& out) {
+  Impl::recurrence_fwd_checked(space, cfg, inputs, state_slots, state, out);
 }
 
 }  // namespace gdn

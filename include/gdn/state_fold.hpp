@@ -76,7 +76,7 @@ void state_fold(const ExecSpace& space, const HeadConfig& cfg, const StateRowsVi
   Impl::ScopedRegion region("gdn::state_fold");
   using StateT = typename SP::value_type;
   using RingT = typename RP::value_type;
-  Impl::RingLauncher<ExecSpace, StateT, RingT>::fold(
+  Impl::FoldLauncher<ExecSpace, StateT, RingT>::fold(
       space, cfg, Impl::IndexTable<M>(state_rows), Impl::PoolView<StateT, M>(state),
       Impl::IndexTable<M>(ring_rows), Kokkos::View<const RingT****, Kokkos::LayoutRight, M>(ring),
       Impl::IndexView<M>(num_accepted));

@@ -20,49 +20,33 @@
 
 namespace gdn {
 
-/// \brief Run the recurrence over a drafted window; record a ring instead of writing the state
-/// back.
-///
-/// `out` is bit-identical to what `recurrence_fwd` writes from the same state.
-/// A sequence of length L with 0 < L <= RING_LEN (= ring.extent(2)) leaves its
-/// state pool row untouched and writes, for every position p < L and key head
-/// kh, the record `ring(ring_slots[b], kh, p, 0 : ring_record_elements)`
-/// (layout in ring.hpp); its other records and every record's padding are not
-/// touched. A sequence with L > RING_LEN writes no record and commits its
-/// state exactly as the forward does. An empty sequence touches nothing.
-/// Non-blocking: the work is enqueued on `space`.
-///
-/// \param space        execution space instance
-/// \param cfg          head geometry; Dk == Dv in {64, 128}
-/// \param inputs       qkv [tokens, conv_dim], decay and beta [tokens, nv], row_offsets [B+1]
-/// \param state_slots  [B] pool row of each sequence: a std::uint32_t view (const or not),
-///                     LayoutLeft, LayoutRight or LayoutStride
-/// \param state        [slots, nv, Dk, Dv] LayoutRight float or gdn::bf16 pool
-/// \param out          [tokens, value_dim] float, any layout
-/// \param ring_slots   [B] ring row of each sequence, any of the layouts of state_slots
-/// \param ring         [ring_rows, nk, RING_LEN, record_stride] LayoutRight float or gdn::bf16;
-///                     record_stride >= ring_record_elements(Dk, Dv, G). A bf16 ring
-///                     rounds k, u and decay, so a fold from it is not bit-exact.
-/// \throws gdn::InvalidArgument for a bad geometry or shape (before any launch); with
-///         index checking on, also for bad offsets, slots or ring slots.
-template <class ExecSpace, class SlotsView, class StateView, class OutView, class RingSlotsView,
-          class RingView>
-void recurrence_verify_ring(const ExecSpace& space, const HeadConfig& cfg,
-                            const TokenInputs<typename ExecSpace::memory_space>& inputs,
-                            const SlotsView& state_slots, const StateView& state,
-                            const OutView& out, const RingSlotsView& ring_slots,
-                            const RingView& ring) {
+namespace Impl {
+
+/// The compile-time checks of recurrence_verify_ring, then the launch (every overload).
+template <class ExecSpace, class Inputs, class SlotsView, class StateView, class OutView,
+          class RingSlotsView, class RingView>
+void recurrence_verify_ring_checked(const ExecSpace& space, const HeadConfig& cfg,
+                                    const Inputs& inputs, const SlotsView& state_slots,
+                                    const StateView& state, const OutView& out,
+                                    const RingSlotsView& ring_slots, const RingView& ring) {
   using M = typename ExecSpace::memory_space;
   static_assert(
       Kokkos::is_execution_space<ExecSpace>::value,
       "gdn::recurrence_verify_ring: the first argument must be a Kokkos execution space instance");
+  using IT = InputsTraits<ExecSpace, Inputs>;
+  static_assert(
+      IT::is_inputs,
+      "gdn::recurrence_verify_ring: inputs must be a gdn::TokenInputs or a gdn::GateInputs");
+  static_assert(IT::space_ok,
+                "gdn::recurrence_verify_ring: inputs must live in ExecSpace::memory_space");
+  using ActT = typename IT::activation_type;
   GDN_IMPL_STATIC_ASSERT_INDEX_VIEW("gdn::recurrence_verify_ring", "state_slots", 1, "[B]",
                                     ExecSpace, SlotsView);
   GDN_IMPL_STATIC_ASSERT_INDEX_VIEW("gdn::recurrence_verify_ring", "ring_slots", 1, "[B]",
                                     ExecSpace, RingSlotsView);
   static_assert(Kokkos::is_view<StateView>::value,
                 "gdn::recurrence_verify_ring: state must be a Kokkos::View");
-  using SP = Impl::PoolViewTraits<ExecSpace, StateView>;
+  using SP = PoolViewTraits<ExecSpace, StateView>;
   static_assert(SP::rank_ok,
                 "gdn::recurrence_verify_ring: state must have rank 4 [slots, nv, Dk, Dv]");
   static_assert(SP::type_ok,
@@ -78,13 +62,14 @@ void recurrence_verify_ring(const ExecSpace& space, const HeadConfig& cfg,
                 "gdn::recurrence_verify_ring: out must be a Kokkos::View");
   static_assert(unsigned(OutView::rank) == 2,
                 "gdn::recurrence_verify_ring: out must have rank 2 [tokens, value_dim]");
-  static_assert(std::is_same<typename OutView::value_type, float>::value,
-                "gdn::recurrence_verify_ring: out value type must be (non-const) float");
+  static_assert(std::is_same<typename OutView::value_type, ActT>::value,
+                "gdn::recurrence_verify_ring: out value type must be (non-const) and the inputs' "
+                "activation type (float, or gdn::bf16 for bf16 inputs)");
   static_assert(std::is_same<typename OutView::memory_space, M>::value,
                 "gdn::recurrence_verify_ring: out must live in ExecSpace::memory_space");
   static_assert(Kokkos::is_view<RingView>::value,
                 "gdn::recurrence_verify_ring: ring must be a Kokkos::View");
-  using RP = Impl::PoolViewTraits<ExecSpace, RingView>;
+  using RP = PoolViewTraits<ExecSpace, RingView>;
   static_assert(RP::rank_ok,
                 "gdn::recurrence_verify_ring: ring must have rank 4 [ring_rows, nk, RING_LEN, "
                 "record_stride]");
@@ -95,12 +80,66 @@ void recurrence_verify_ring(const ExecSpace& space, const HeadConfig& cfg,
   static_assert(RP::layout_ok, "gdn::recurrence_verify_ring: ring must be LayoutRight");
   static_assert(RP::space_ok,
                 "gdn::recurrence_verify_ring: ring must live in ExecSpace::memory_space");
-  Impl::ScopedRegion region("gdn::recurrence_verify_ring");
+  ScopedRegion region("gdn::recurrence_verify_ring");
   using StateT = typename SP::value_type;
   using RingT = typename RP::value_type;
-  Impl::RingLauncher<ExecSpace, StateT, RingT>::verify(
-      space, cfg, inputs, Impl::IndexView<M>(state_slots), Impl::PoolView<StateT, M>(state),
-      Impl::OutView<M>(out), Impl::IndexView<M>(ring_slots), Impl::PoolView<RingT, M>(ring));
+  VerifyLauncher<ExecSpace, ActT, StateT, RingT>::run(
+      space, cfg, inputs, IndexView<M>(state_slots), PoolView<StateT, M>(state),
+      Impl::OutView<ActT, M>(out), IndexView<M>(ring_slots), PoolView<RingT, M>(ring));
+}
+
+}  // namespace Impl
+
+/// \brief Run the recurrence over a drafted window; record a ring instead of writing the state
+/// back.
+///
+/// `out` is bit-identical to what `recurrence_fwd` writes from the same state.
+/// A sequence of length L with 0 < L <= RING_LEN (= ring.extent(2)) leaves its
+/// state pool row untouched and writes, for every position p < L and key head
+/// kh, the record `ring(ring_slots[b], kh, p, 0 : ring_record_elements)`
+/// (layout in ring.hpp); its other records and every record's padding are not
+/// touched. The record's decay is the one the kernel used (computed from the
+/// raw gates for GateInputs), so the fold reproduces the forward either way.
+/// A sequence with L > RING_LEN writes no record and commits its
+/// state exactly as the forward does. An empty sequence touches nothing.
+/// Non-blocking: the work is enqueued on `space`.
+///
+/// \param space        execution space instance
+/// \param cfg          head geometry; Dk == Dv in {64, 128}
+/// \param inputs       qkv [tokens, conv_dim], decay and beta [tokens, nv], row_offsets [B+1]
+///                     (TokenInputs); or raw gates (GateInputs, as in recurrence_fwd);
+///                     float or gdn::bf16 activations (the overload below)
+/// \param state_slots  [B] pool row of each sequence: a std::uint32_t view (const or not),
+///                     LayoutLeft, LayoutRight or LayoutStride
+/// \param state        [slots, nv, Dk, Dv] LayoutRight float or gdn::bf16 pool
+/// \param out          [tokens, value_dim] of the inputs' activation type, any layout
+/// \param ring_slots   [B] ring row of each sequence, any of the layouts of state_slots
+/// \param ring         [ring_rows, nk, RING_LEN, record_stride] LayoutRight float or gdn::bf16;
+///                     record_stride >= ring_record_elements(Dk, Dv, G). A bf16 ring
+///                     rounds k, u and decay, so a fold from it is not bit-exact.
+/// \throws gdn::InvalidArgument for a bad geometry or shape (before any launch); with
+///         index checking on, also for bad offsets, slots or ring slots.
+template <class ExecSpace, class SlotsView, class StateView, class OutView, class RingSlotsView,
+          class RingView>
+void recurrence_verify_ring(const ExecSpace& space, const HeadConfig& cfg,
+                            const TokenInputs<typename ExecSpace::memory_space>& inputs,
+                            const SlotsView& state_slots, const StateView& state,
+                            const OutView& out, const RingSlotsView& ring_slots,
+                            const RingView& ring) {
+  Impl::recurrence_verify_ring_checked(space, cfg, inputs, state_slots, state, out, ring_slots,
+                                       ring);
+}
+
+/// \brief `recurrence_verify_ring` for the other inputs: `TokenInputs<M, gdn::bf16>`,
+/// `GateInputs<M, float>` and `GateInputs<M, gdn::bf16>` (`out` of the same activation type).
+template <class ExecSpace, class Inputs, class SlotsView, class StateView, class OutView,
+          class RingSlotsView, class RingView, Impl::EnableIfOtherInputs<ExecSpace, Inputs> = 0>
+void recurrence_verify_ring(const ExecSpace& space, const HeadConfig& cfg, const Inputs& inputs,
+                            const SlotsView& state_slots, const StateView& state,
+                            const OutView& out, const RingSlotsView& ring_slots,
+                            const RingView& ring) {
+  Impl::recurrence_verify_ring_checked(space, cfg, inputs, state_slots, state, out, ring_slots,
+                                       ring);
 }
 
 }  // namespace gdn

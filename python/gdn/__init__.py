@@ -15,9 +15,11 @@ head dims, ``G = nv // nk``, ``conv_dim = 2*nk*Dk + nv*Dv``):
 =============== ========================================= =====================
 argument        shape                                     dtype
 =============== ========================================= =====================
-qkv             [tokens, >= conv_dim], any strides        float32
-decay, beta     [tokens, >= nv], any strides              float32
-out             [tokens, >= nv*Dv], any non-overlapping   float32
+qkv             [tokens, >= conv_dim], any strides        float32 or bfloat16
+decay, beta     [tokens, >= nv], any strides              the dtype of qkv
+a, b            [tokens, >= nv], any strides (raw gates)  the dtype of qkv
+A_log, dt_bias  [>= nv] (raw gates)                       float32
+out             [tokens, >= nv*Dv], any non-overlapping   the dtype of qkv
 row_offsets     [B + 1], contiguous                       int32 or uint32
 state_slots     [B], contiguous                           int32 or uint32
 ring_slots      [B], contiguous                           int32 or uint32
@@ -27,6 +29,13 @@ ring_rows       [L, B]                                    int32 or uint32
 state           [slots, nv, Dk, Dv], contiguous           float32 or bfloat16
 ring            [ring_rows, nk, RING_LEN, record_stride]  float32 or bfloat16
 =============== ========================================= =====================
+
+qkv, the gates and out of one call share one activation dtype: float32 or
+bfloat16. The arithmetic is float32 either way; a bfloat16 out is rounded to
+nearest even. ``recurrence_fwd_gates`` and ``recurrence_verify_ring_gates``
+take the raw gates instead of decay and beta and compute, in float32,
+``decay = exp(-exp(A_log) * softplus(a + dt_bias))`` (softplus(x) = x above
+20) and ``beta = sigmoid(b)`` in the kernel (docs/design.md, section 1).
 
 Index tensors are uint32 in the C++ API; int32 tensors (torch before 2.3 has
 no uint32) are read as uint32 bit patterns, so a negative value is an
@@ -62,7 +71,9 @@ __all__ = [
     "kokkos_initialized_here",
     "prepare_stream",
     "recurrence_fwd",
+    "recurrence_fwd_gates",
     "recurrence_verify_ring",
+    "recurrence_verify_ring_gates",
     "ring_record_elements",
     "set_index_checking",
     "state_fold",
@@ -118,6 +129,24 @@ def recurrence_verify_ring(cfg, qkv, decay, beta, row_offsets, state_slots, stat
     """
     _gdn.recurrence_verify_ring(cfg, qkv, decay, beta, row_offsets, state_slots, state, out,
                                 ring_slots, ring, _stream(stream, qkv, state, out))
+
+
+def recurrence_fwd_gates(cfg, qkv, a, b, A_log, dt_bias, row_offsets, state_slots, state, out, *,
+                         stream=None):
+    """:func:`recurrence_fwd` with raw gates: the kernel computes decay and beta
+    from ``a``, ``b`` (per token, the dtype of qkv) and ``A_log``, ``dt_bias``
+    (per value head, float32)."""
+    _gdn.recurrence_fwd_gates(cfg, qkv, a, b, A_log, dt_bias, row_offsets, state_slots, state, out,
+                              _stream(stream, qkv, state, out))
+
+
+def recurrence_verify_ring_gates(cfg, qkv, a, b, A_log, dt_bias, row_offsets, state_slots, state,
+                                 out, ring_slots, ring, *, stream=None):
+    """:func:`recurrence_verify_ring` with raw gates (as :func:`recurrence_fwd_gates`); the
+    records hold the decays the kernel computed, so the fold stays exact."""
+    _gdn.recurrence_verify_ring_gates(cfg, qkv, a, b, A_log, dt_bias, row_offsets, state_slots,
+                                      state, out, ring_slots, ring,
+                                      _stream(stream, qkv, state, out))
 
 
 def state_fold(cfg, state_rows, state, ring_rows, ring, num_accepted, *, stream=None):

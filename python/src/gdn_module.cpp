@@ -29,6 +29,7 @@
 #include <sstream>
 #include <string>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "dlpack.hpp"
@@ -288,6 +289,19 @@ class Call {
     throw py::type_error(prefix(a.name) + "expected dtype float32 or bfloat16, got " +
                          dtype_str(a.t->dtype));
   }
+  /// The activation dtype of a call (float32 or bfloat16), read from `qkv`:
+  /// qkv, the gates and out share it.
+  bool activation_is_float(const Arg& qkv) const { return storage_is_float(qkv); }
+  /// `a` has the activation dtype of `qkv`.
+  template <class ActT>
+  void expect_activation(const Arg& a) const {
+    const bool f = std::is_same<ActT, float>::value;
+    if (!is_dtype(a.t->dtype, f ? kDLFloat : kDLBfloat, f ? 32 : 16)) {
+      throw py::type_error(prefix(a.name) + "expected dtype " + (f ? "float32" : "bfloat16") +
+                           " (the dtype of qkv: qkv, the gates and out share one dtype), got " +
+                           dtype_str(a.t->dtype));
+    }
+  }
   void expect_index(const Arg& a) const {
     if (!is_dtype(a.t->dtype, kDLUInt, 32) && !is_dtype(a.t->dtype, kDLInt, 32)) {
       throw py::type_error(prefix(a.name) +
@@ -347,7 +361,7 @@ Kokkos::View<T**, Kokkos::LayoutStride, M> strided_2d(const Call& c, const Arg& 
 /// [n] uint32 with the tensor's stride, no copy (int32 tensors are read as uint32).
 template <class M>
 Kokkos::View<const std::uint32_t*, Kokkos::LayoutStride, M> index_1d(const Call& c, const Arg& a,
-                                                                      const char* shape) {
+                                                                     const char* shape) {
   c.expect_index(a);
   c.expect_rank(a, 1, shape);
   return Kokkos::View<const std::uint32_t*, Kokkos::LayoutStride, M>(
@@ -364,10 +378,21 @@ Kokkos::View<const std::uint32_t**, Kokkos::LayoutStride, M> index_2d(const Call
   c.expect_rank(a, 2, "[L, B]");
   return Kokkos::View<const std::uint32_t**, Kokkos::LayoutStride, M>(
       static_cast<const std::uint32_t*>(a.data()),
+      Kokkos::LayoutStride(
+          static_cast<std::size_t>(a.extent(0)), static_cast<std::size_t>(a.stride(0)),
+          static_cast<std::size_t>(a.extent(1)), static_cast<std::size_t>(a.stride(1))));
+}
+
+/// [n] float32 with the tensor's stride (A_log, dt_bias).
+template <class M>
+Kokkos::View<const float*, Kokkos::LayoutStride, M> param_1d(const Call& c, const Arg& a,
+                                                             const char* shape) {
+  c.expect_float32(a);
+  c.expect_rank(a, 1, shape);
+  return Kokkos::View<const float*, Kokkos::LayoutStride, M>(
+      static_cast<const float*>(a.data()),
       Kokkos::LayoutStride(static_cast<std::size_t>(a.extent(0)),
-                           static_cast<std::size_t>(a.stride(0)),
-                           static_cast<std::size_t>(a.extent(1)),
-                           static_cast<std::size_t>(a.stride(1))));
+                           static_cast<std::size_t>(a.stride(0))));
 }
 
 /// A dense pool [n0, n1, n2, n3] (row-major, C-contiguous).
@@ -518,65 +543,128 @@ void on_device(const Call& c, F&& f) {
 // ---------------------------------------------------------------------------
 // The entry points.
 
-template <class Exec>
-gdn::TokenInputs<typename Exec::memory_space> token_inputs(const Call& c, const Arg& qkv,
-                                                           const Arg& decay, const Arg& beta,
-                                                           const Arg& row_offsets) {
+/// Calls f(ActT()) with the call's activation type (float or gdn::bf16), the dtype of qkv.
+template <class F>
+void with_activation(const Call& c, const Arg& qkv, F&& f) {
+  if (c.activation_is_float(qkv)) {
+    f(float());
+  } else {
+    f(gdn::bf16());
+  }
+}
+
+/// The per-token inputs of a call: decay and beta given (`gates` empty) or the
+/// raw gates a, b with A_log and dt_bias (`gates` holds those four).
+struct TokenArgs {
+  Arg qkv, decay, beta, row_offsets;
+  std::vector<Arg> gates;  // a, b, A_log, dt_bias
+};
+
+template <class Exec, class ActT>
+gdn::TokenInputs<typename Exec::memory_space, ActT> token_inputs(const Call& c,
+                                                                 const TokenArgs& t) {
   using M = typename Exec::memory_space;
-  c.expect_float32(qkv);
-  c.expect_float32(decay);
-  c.expect_float32(beta);
-  gdn::TokenInputs<M> in;
-  in.qkv = strided_2d<const float, M>(c, qkv, false, "[tokens, conv_dim]");
-  in.decay = strided_2d<const float, M>(c, decay, false, "[tokens, nv]");
-  in.beta = strided_2d<const float, M>(c, beta, false, "[tokens, nv]");
-  in.row_offsets = index_1d<M>(c, row_offsets, "[B + 1]");
+  c.expect_activation<ActT>(t.decay);
+  c.expect_activation<ActT>(t.beta);
+  gdn::TokenInputs<M, ActT> in;
+  in.qkv = strided_2d<const ActT, M>(c, t.qkv, false, "[tokens, conv_dim]");
+  in.decay = strided_2d<const ActT, M>(c, t.decay, false, "[tokens, nv]");
+  in.beta = strided_2d<const ActT, M>(c, t.beta, false, "[tokens, nv]");
+  in.row_offsets = index_1d<M>(c, t.row_offsets, "[B + 1]");
   return in;
 }
 
-void recurrence_fwd(const gdn::HeadConfig& cfg, py::handle qkv, py::handle decay, py::handle beta,
+template <class Exec, class ActT>
+gdn::GateInputs<typename Exec::memory_space, ActT> gate_inputs(const Call& c, const TokenArgs& t) {
+  using M = typename Exec::memory_space;
+  const Arg &a = t.gates[0], &b = t.gates[1];
+  c.expect_activation<ActT>(a);
+  c.expect_activation<ActT>(b);
+  gdn::GateInputs<M, ActT> in;
+  in.qkv = strided_2d<const ActT, M>(c, t.qkv, false, "[tokens, conv_dim]");
+  in.a = strided_2d<const ActT, M>(c, a, false, "[tokens, nv]");
+  in.b = strided_2d<const ActT, M>(c, b, false, "[tokens, nv]");
+  in.A_log = param_1d<M>(c, t.gates[2], "[nv]");
+  in.dt_bias = param_1d<M>(c, t.gates[3], "[nv]");
+  in.row_offsets = index_1d<M>(c, t.row_offsets, "[B + 1]");
+  return in;
+}
+
+/// Calls f(inputs, out view) on `space` with the call's input form and activation type.
+template <class Exec, class F>
+void with_inputs(const Call& c, const TokenArgs& t, const Arg& out, F&& f) {
+  using M = typename Exec::memory_space;
+  with_activation(c, t.qkv, [&](auto act) {
+    using ActT = decltype(act);
+    c.expect_activation<ActT>(out);
+    const auto o = strided_2d<ActT, M>(c, out, true, "[tokens, value_dim]");
+    if (t.gates.empty()) {
+      f(token_inputs<Exec, ActT>(c, t), o);
+    } else {
+      f(gate_inputs<Exec, ActT>(c, t), o);
+    }
+  });
+}
+
+/// Borrows the per-token arguments: (decay, beta) or (a, b, A_log, dt_bias).
+TokenArgs borrow_tokens(Call& c, py::handle qkv, py::handle row_offsets,
+                        const std::vector<std::pair<py::handle, const char*>>& gates) {
+  TokenArgs t;
+  t.qkv = c.borrow(qkv, "qkv");
+  if (gates.size() == 2) {
+    t.decay = c.borrow(gates[0].first, gates[0].second);
+    t.beta = c.borrow(gates[1].first, gates[1].second);
+  } else {
+    for (const auto& g : gates) t.gates.push_back(c.borrow(g.first, g.second));
+  }
+  t.row_offsets = c.borrow(row_offsets, "row_offsets");
+  return t;
+}
+
+/// recurrence_fwd; `gates`: {decay, beta} or {a, b, A_log, dt_bias} with their names.
+void recurrence_fwd(const char* fn, const gdn::HeadConfig& cfg, py::handle qkv,
+                    const std::vector<std::pair<py::handle, const char*>>& gates,
                     py::handle row_offsets, py::handle state_slots, py::handle state,
                     py::handle out, const py::object& stream, Timing* timing = nullptr) {
-  Call c("gdn.recurrence_fwd", stream);
-  const Arg a_qkv = c.borrow(qkv, "qkv"), a_decay = c.borrow(decay, "decay"),
-            a_beta = c.borrow(beta, "beta"), a_off = c.borrow(row_offsets, "row_offsets"),
-            a_slots = c.borrow(state_slots, "state_slots"), a_state = c.borrow(state, "state"),
+  Call c(fn, stream);
+  const TokenArgs t = borrow_tokens(c, qkv, row_offsets, gates);
+  const Arg a_slots = c.borrow(state_slots, "state_slots"), a_state = c.borrow(state, "state"),
             a_out = c.borrow(out, "out");
-  c.expect_float32(a_out);
+  (void)c.activation_is_float(t.qkv);  // a TypeError for any other dtype, before Kokkos starts
   on_device(c, [&](const auto& space) {
     using Exec = std::decay_t<decltype(space)>;
     using M = typename Exec::memory_space;
-    const auto in = token_inputs<Exec>(c, a_qkv, a_decay, a_beta, a_off);
-    const auto slots = index_1d<M>(c, a_slots, "[B]");
-    const auto o = strided_2d<float, M>(c, a_out, true, "[tokens, value_dim]");
-    with_pool<M>(c, a_state, "[slots, nv, Dk, Dv]", [&](const auto& st) {
-      launch(space, timing, [&] { gdn::recurrence_fwd(space, cfg, in, slots, st, o); });
+    with_inputs<Exec>(c, t, a_out, [&](const auto& in, const auto& o) {
+      const auto slots = index_1d<M>(c, a_slots, "[B]");
+      with_pool<M>(c, a_state, "[slots, nv, Dk, Dv]", [&](const auto& st) {
+        launch(space, timing, [&] { gdn::recurrence_fwd(space, cfg, in, slots, st, o); });
+      });
     });
   });
 }
 
-void recurrence_verify_ring(const gdn::HeadConfig& cfg, py::handle qkv, py::handle decay,
-                            py::handle beta, py::handle row_offsets, py::handle state_slots,
-                            py::handle state, py::handle out, py::handle ring_slots,
-                            py::handle ring, const py::object& stream, Timing* timing = nullptr) {
-  Call c("gdn.recurrence_verify_ring", stream);
-  const Arg a_qkv = c.borrow(qkv, "qkv"), a_decay = c.borrow(decay, "decay"),
-            a_beta = c.borrow(beta, "beta"), a_off = c.borrow(row_offsets, "row_offsets"),
-            a_slots = c.borrow(state_slots, "state_slots"), a_state = c.borrow(state, "state"),
+void recurrence_verify_ring(const char* fn, const gdn::HeadConfig& cfg, py::handle qkv,
+                            const std::vector<std::pair<py::handle, const char*>>& gates,
+                            py::handle row_offsets, py::handle state_slots, py::handle state,
+                            py::handle out, py::handle ring_slots, py::handle ring,
+                            const py::object& stream, Timing* timing = nullptr) {
+  Call c(fn, stream);
+  const TokenArgs t = borrow_tokens(c, qkv, row_offsets, gates);
+  const Arg a_slots = c.borrow(state_slots, "state_slots"), a_state = c.borrow(state, "state"),
             a_out = c.borrow(out, "out"), a_rslots = c.borrow(ring_slots, "ring_slots"),
             a_ring = c.borrow(ring, "ring");
-  c.expect_float32(a_out);
+  (void)c.activation_is_float(t.qkv);  // a TypeError for any other dtype, before Kokkos starts
   on_device(c, [&](const auto& space) {
     using Exec = std::decay_t<decltype(space)>;
     using M = typename Exec::memory_space;
-    const auto in = token_inputs<Exec>(c, a_qkv, a_decay, a_beta, a_off);
-    const auto slots = index_1d<M>(c, a_slots, "[B]");
-    const auto rslots = index_1d<M>(c, a_rslots, "[B]");
-    const auto o = strided_2d<float, M>(c, a_out, true, "[tokens, value_dim]");
-    with_pool<M>(c, a_state, "[slots, nv, Dk, Dv]", [&](const auto& st) {
-      with_pool<M>(c, a_ring, "[ring_rows, nk, RING_LEN, record_stride]", [&](const auto& rg) {
-        launch(space, timing,
-               [&] { gdn::recurrence_verify_ring(space, cfg, in, slots, st, o, rslots, rg); });
+    with_inputs<Exec>(c, t, a_out, [&](const auto& in, const auto& o) {
+      const auto slots = index_1d<M>(c, a_slots, "[B]");
+      const auto rslots = index_1d<M>(c, a_rslots, "[B]");
+      with_pool<M>(c, a_state, "[slots, nv, Dk, Dv]", [&](const auto& st) {
+        with_pool<M>(c, a_ring, "[ring_rows, nk, RING_LEN, record_stride]", [&](const auto& rg) {
+          launch(space, timing,
+                 [&] { gdn::recurrence_verify_ring(space, cfg, in, slots, st, o, rslots, rg); });
+        });
       });
     });
   });
@@ -649,7 +737,8 @@ PYBIND11_MODULE(_gdn, m) {
     }
   });
 
-  py::class_<gdn::HeadConfig>(m, "HeadConfig", "Head geometry of one layer (docs/design.md section 1).")
+  py::class_<gdn::HeadConfig>(m, "HeadConfig",
+                              "Head geometry of one layer (docs/design.md section 1).")
       .def(py::init([](int nk, int nv, int dk, int dv) {
              return gdn::HeadConfig{nk, nv, dk, dv};
            }),
@@ -670,26 +759,53 @@ PYBIND11_MODULE(_gdn, m) {
                ", value_head_dim=" + std::to_string(c.value_head_dim) + ")";
       });
 
+  using Gates = std::vector<std::pair<py::handle, const char*>>;
   m.def(
       "recurrence_fwd",
       [](const gdn::HeadConfig& cfg, py::handle qkv, py::handle decay, py::handle beta,
          py::handle row_offsets, py::handle state_slots, py::handle state, py::handle out,
          const py::object& stream) {
-        recurrence_fwd(cfg, qkv, decay, beta, row_offsets, state_slots, state, out, stream);
+        recurrence_fwd("gdn.recurrence_fwd", cfg, qkv, Gates{{decay, "decay"}, {beta, "beta"}},
+                       row_offsets, state_slots, state, out, stream);
       },
       py::arg("cfg"), py::arg("qkv"), py::arg("decay"), py::arg("beta"), py::arg("row_offsets"),
       py::arg("state_slots"), py::arg("state"), py::arg("out"), py::arg("stream") = py::none());
+  m.def(
+      "recurrence_fwd_gates",
+      [](const gdn::HeadConfig& cfg, py::handle qkv, py::handle a, py::handle b, py::handle A_log,
+         py::handle dt_bias, py::handle row_offsets, py::handle state_slots, py::handle state,
+         py::handle out, const py::object& stream) {
+        recurrence_fwd("gdn.recurrence_fwd_gates", cfg, qkv,
+                       Gates{{a, "a"}, {b, "b"}, {A_log, "A_log"}, {dt_bias, "dt_bias"}},
+                       row_offsets, state_slots, state, out, stream);
+      },
+      py::arg("cfg"), py::arg("qkv"), py::arg("a"), py::arg("b"), py::arg("A_log"),
+      py::arg("dt_bias"), py::arg("row_offsets"), py::arg("state_slots"), py::arg("state"),
+      py::arg("out"), py::arg("stream") = py::none());
   m.def(
       "recurrence_verify_ring",
       [](const gdn::HeadConfig& cfg, py::handle qkv, py::handle decay, py::handle beta,
          py::handle row_offsets, py::handle state_slots, py::handle state, py::handle out,
          py::handle ring_slots, py::handle ring, const py::object& stream) {
-        recurrence_verify_ring(cfg, qkv, decay, beta, row_offsets, state_slots, state, out,
-                               ring_slots, ring, stream);
+        recurrence_verify_ring("gdn.recurrence_verify_ring", cfg, qkv,
+                               Gates{{decay, "decay"}, {beta, "beta"}}, row_offsets, state_slots,
+                               state, out, ring_slots, ring, stream);
       },
       py::arg("cfg"), py::arg("qkv"), py::arg("decay"), py::arg("beta"), py::arg("row_offsets"),
       py::arg("state_slots"), py::arg("state"), py::arg("out"), py::arg("ring_slots"),
       py::arg("ring"), py::arg("stream") = py::none());
+  m.def(
+      "recurrence_verify_ring_gates",
+      [](const gdn::HeadConfig& cfg, py::handle qkv, py::handle a, py::handle b, py::handle A_log,
+         py::handle dt_bias, py::handle row_offsets, py::handle state_slots, py::handle state,
+         py::handle out, py::handle ring_slots, py::handle ring, const py::object& stream) {
+        recurrence_verify_ring("gdn.recurrence_verify_ring_gates", cfg, qkv,
+                               Gates{{a, "a"}, {b, "b"}, {A_log, "A_log"}, {dt_bias, "dt_bias"}},
+                               row_offsets, state_slots, state, out, ring_slots, ring, stream);
+      },
+      py::arg("cfg"), py::arg("qkv"), py::arg("a"), py::arg("b"), py::arg("A_log"),
+      py::arg("dt_bias"), py::arg("row_offsets"), py::arg("state_slots"), py::arg("state"),
+      py::arg("out"), py::arg("ring_slots"), py::arg("ring"), py::arg("stream") = py::none());
   m.def(
       "state_fold",
       [](const gdn::HeadConfig& cfg, py::handle state_rows, py::handle state, py::handle ring_rows,
@@ -706,10 +822,12 @@ PYBIND11_MODULE(_gdn, m) {
     const py::object stream = py::reinterpret_borrow<py::object>(a[a.size() - 1]);
     const gdn::HeadConfig cfg = a[0].cast<gdn::HeadConfig>();
     if (call == "fwd" && a.size() == 9) {
-      recurrence_fwd(cfg, arg(1), arg(2), arg(3), arg(4), arg(5), arg(6), arg(7), stream, &t);
+      recurrence_fwd("gdn.recurrence_fwd", cfg, arg(1), Gates{{arg(2), "decay"}, {arg(3), "beta"}},
+                     arg(4), arg(5), arg(6), arg(7), stream, &t);
     } else if (call == "verify" && a.size() == 11) {
-      recurrence_verify_ring(cfg, arg(1), arg(2), arg(3), arg(4), arg(5), arg(6), arg(7), arg(8),
-                             arg(9), stream, &t);
+      recurrence_verify_ring("gdn.recurrence_verify_ring", cfg, arg(1),
+                             Gates{{arg(2), "decay"}, {arg(3), "beta"}}, arg(4), arg(5), arg(6),
+                             arg(7), arg(8), arg(9), stream, &t);
     } else if (call == "fold" && a.size() == 7) {
       state_fold(cfg, arg(1), arg(2), arg(3), arg(4), arg(5), stream, &t);
     } else {

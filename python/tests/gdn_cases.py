@@ -439,8 +439,10 @@ def test_wrong_dtype_is_a_type_error(device, call):
         t = args[name]
         if name in INDEX_ARGS:
             bad = [t.to(torch.int64), t.to(torch.float32), t.to(torch.int16)]
-        elif name in FLOAT_ARGS:
-            bad = [t.to(torch.float64), t.to(torch.bfloat16), t.to(torch.float16)]
+        elif name in FLOAT_ARGS:  # the activations: float32 or bfloat16, one dtype per call
+            bad = [t.to(torch.float64), t.to(torch.float16)]
+            if name != "qkv":  # qkv decides the call's dtype; the others must follow it
+                bad.append(t.to(torch.bfloat16))
         else:  # the pools: float32 or bfloat16
             bad = [t.to(torch.float64), t.to(torch.float16), t.to(torch.int32)]
         for b in bad:
@@ -593,3 +595,112 @@ def test_kokkos_initialized_and_finalized_by_the_module(device):
     assert r.returncode == 0, r.stdout + r.stderr
     assert "sum" in r.stdout
     assert float(r.stdout.split("sum")[1]) > 0
+
+
+# ---------------------------------------------------------------------------
+# bfloat16 activations and raw gates computed in the kernel
+
+
+def gates_of(p, seed=5):
+    """Raw gates of problem p: a, b [tokens, nv] and A_log, dt_bias [nv] (float32, host)."""
+    g = torch.Generator().manual_seed(seed)
+    tokens, nv = p.decay.shape
+    a = -3.0 + 5.0 * torch.rand(tokens, nv, generator=g)
+    b = -4.0 + 8.0 * torch.rand(tokens, nv, generator=g)
+    a_log = -3.0 + 3.5 * torch.rand(nv, generator=g)
+    dt_bias = -1.0 + 2.0 * torch.rand(nv, generator=g)
+    return a, b, a_log, dt_bias
+
+
+def gate_values(a, b, a_log, dt_bias):
+    """decay and beta of the raw gates in float64 (the mathematics)."""
+    x = a.double() + dt_bias.double()
+    decay = torch.exp(-torch.exp(a_log.double()) * torch.nn.functional.softplus(x))
+    return decay, torch.sigmoid(b.double())
+
+
+@pytest.mark.parametrize("state_dtype", [torch.float32, torch.bfloat16])
+def test_bf16_activations_are_float_on_widened_values(device, state_dtype):
+    """bfloat16 qkv/decay/beta/out: the bits of a float32 call on the widened values, with out
+    rounded to nearest even; the state identical."""
+    p = Problem(device, lengths=(3, 0, 21, 1), state_dtype=state_dtype)
+    for name in ("qkv", "decay", "beta"):  # values that bfloat16 holds exactly
+        setattr(p, name, getattr(p, name).to(torch.bfloat16).float())
+    qkv, decay, beta, off, slots = p.inputs()
+    state_f, out_f = p.state(), p.out()
+    gdn.recurrence_fwd(p.cfg, qkv, decay, beta, off, slots, state_f, out_f)
+    state_b = p.state()
+    out_b = torch.zeros(out_f.shape, dtype=torch.bfloat16, device=device)
+    gdn.recurrence_fwd(p.cfg, qkv.bfloat16(), decay.bfloat16(), beta.bfloat16(), off, slots,
+                       state_b, out_b)
+    sync(device)
+    assert bits_equal(state_b, state_f)
+    assert bits_equal(out_b, out_f.bfloat16())
+    assert rel_err(out_b, reference(p)[0]) <= 2.0 ** -8
+
+
+def test_mixed_activation_dtypes_are_a_type_error(device):
+    args = fwd_args(Problem(device))
+    e = expect_error(TypeError, "out", gdn.recurrence_fwd, args,
+                     qkv=args["qkv"].bfloat16(), decay=args["decay"].bfloat16(),
+                     beta=args["beta"].bfloat16())
+    assert "bfloat16" in str(e)
+
+
+def test_raw_gates_match_the_formula_and_fold_exactly(device):
+    """recurrence_fwd_gates agrees with recurrence_fwd on the gates computed in float64, and
+    fold(verify_gates) == fwd_gates over the accepted prefix, bit for bit."""
+    p = Problem(device, lengths=(4, 6, 0, 9, 3))
+    a, b, a_log, dt_bias = gates_of(p)
+    decay, beta = gate_values(a, b, a_log, dt_bias)
+    qkv, _, _, off, slots = p.inputs()
+    gates = (p.t(a), p.t(b), p.t(a_log), p.t(dt_bias))
+    state_g, out_g = p.state(), p.out()
+    gdn.recurrence_fwd_gates(p.cfg, qkv, *gates, off, slots, state_g, out_g)
+    state_d, out_d = p.state(), p.out()
+    gdn.recurrence_fwd(p.cfg, qkv, p.t(decay.float()), p.t(beta.float()), off, slots, state_d,
+                       out_d)
+    sync(device)
+    assert rel_err(out_g, out_d.cpu().double()) <= 1e-5
+    assert rel_err(state_g, state_d.cpu().double()) <= 1e-5
+    p.decay, p.beta = decay.float(), beta.float()
+    assert rel_err(out_g, reference(p)[0]) <= TOL
+
+    ring_len, accepted = 6, [2, 6, 0, 9, 1]
+    ring = p.ring(ring_len)
+    rslots = p.idx([0, 1, 2, 3, 4])
+    state_v, out_v = p.state(), p.out()
+    gdn.recurrence_verify_ring_gates(p.cfg, qkv, *gates, off, slots, state_v, out_v, rslots, ring)
+    gdn.state_fold(p.cfg, p.idx([p.slots]), state_v, p.idx([[0, 1, 2, 3, 4]]), ring,
+                   p.idx(accepted))
+    keep = [n if L <= ring_len else L for n, L in zip(accepted, p.lengths)]
+    sel = torch.cat([torch.arange(p.offsets[i], p.offsets[i] + keep[i], dtype=torch.long)
+                     for i in range(len(keep))])
+    offs = [0]
+    for n in keep:
+        offs.append(offs[-1] + n)
+    state_e = p.state()
+    gdn.recurrence_fwd_gates(p.cfg, p.t(p.qkv[sel]), p.t(a[sel]), p.t(b[sel]), gates[2], gates[3],
+                             p.idx(offs), slots, state_e,
+                             torch.empty(len(sel), p.cfg.value_dim, device=device))
+    sync(device)
+    assert bits_equal(out_v, out_g), "verify's out != forward's out"
+    assert bits_equal(state_v, state_e), "fold(verify) != forward over the accepted prefix"
+
+
+def test_raw_gate_arguments_are_checked(device):
+    p = Problem(device)
+    a, b, a_log, dt_bias = gates_of(p)
+    qkv, _, _, off, slots = p.inputs()
+    args = dict(cfg=p.cfg, qkv=qkv, a=p.t(a), b=p.t(b), A_log=p.t(a_log), dt_bias=p.t(dt_bias),
+                row_offsets=off, state_slots=slots, state=p.state(), out=p.out())
+    expect_error(TypeError, "A_log", gdn.recurrence_fwd_gates, args, A_log=p.t(a_log.double()))
+    expect_error(TypeError, "b", gdn.recurrence_fwd_gates, args, b=p.t(b.bfloat16()))
+    expect_error(gdn.InvalidArgument, "inputs.dt_bias", gdn.recurrence_fwd_gates, args,
+                 dt_bias=p.t(dt_bias[:1]))
+    gdn.set_index_checking(True)
+    try:
+        expect_error(gdn.InvalidArgument, "inputs.A_log", gdn.recurrence_fwd_gates, args,
+                     A_log=p.t(torch.full_like(a_log, float("nan"))))
+    finally:
+        gdn.set_index_checking(False)

@@ -4,8 +4,10 @@
 
 namespace gdn_ref {
 
-void forward(const Geometry& g, const Tokens& in, int t0, int t1, std::vector<double>& state,
-             std::vector<double>& out, std::vector<RefStep>* deltas) {
+namespace {
+void run(const Geometry& g, const Tokens& in, const float* decay_f, const double* decay_d,
+         const float* beta_f, const double* beta_d, int t0, int t1, std::vector<double>& state,
+         std::vector<double>& out, std::vector<RefStep>* deltas) {
   const int C = g.conv_dim();
   for (int t = t0; t < t1; ++t) {
     for (int h = 0; h < g.nv; ++h) {
@@ -17,8 +19,9 @@ void forward(const Geometry& g, const Tokens& in, int t0, int t1, std::vector<do
       }
       for (int j = 0; j < g.dv; ++j)
         v[j] = in.qkv[std::size_t(t) * C + 2 * g.key_dim() + h * g.dv + j];
-      const double decay = in.decay[std::size_t(t) * g.nv + h];
-      const double beta = in.beta[std::size_t(t) * g.nv + h];
+      const std::size_t th = std::size_t(t) * g.nv + h;
+      const double decay = decay_d ? decay_d[th] : double(decay_f[th]);
+      const double beta = beta_d ? beta_d[th] : double(beta_f[th]);
       double qq = 0, kk = 0;
       for (int i = 0; i < g.dk; ++i) {
         qq += q[i] * q[i];
@@ -43,6 +46,33 @@ void forward(const Geometry& g, const Tokens& in, int t0, int t1, std::vector<do
       }
       if (deltas) (*deltas)[std::size_t(t - t0) * g.nv + h].u = u;
     }
+  }
+}
+
+}  // namespace
+
+void forward(const Geometry& g, const Tokens& in, int t0, int t1, std::vector<double>& state,
+             std::vector<double>& out, std::vector<RefStep>* deltas) {
+  run(g, in, in.decay.data(), nullptr, in.beta.data(), nullptr, t0, t1, state, out, deltas);
+}
+
+void forward(const Geometry& g, const Tokens& in, const std::vector<double>& decay,
+             const std::vector<double>& beta, int t0, int t1, std::vector<double>& state,
+             std::vector<double>& out) {
+  run(g, in, nullptr, decay.data(), nullptr, beta.data(), t0, t1, state, out, nullptr);
+}
+
+void gates(const Geometry& g, const std::vector<float>& a, const std::vector<float>& b,
+           const std::vector<float>& A_log, const std::vector<float>& dt_bias,
+           std::vector<double>& decay, std::vector<double>& beta) {
+  decay.resize(a.size());
+  beta.resize(b.size());
+  for (std::size_t th = 0; th < a.size(); ++th) {
+    const int h = int(th % std::size_t(g.nv));
+    const double x = double(a[th]) + double(dt_bias[h]);
+    const double softplus = x > 0 ? x + std::log1p(std::exp(-x)) : std::log1p(std::exp(x));
+    decay[th] = std::exp(-std::exp(double(A_log[h])) * softplus);
+    beta[th] = 1.0 / (1.0 + std::exp(-double(b[th])));
   }
 }
 

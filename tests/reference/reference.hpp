@@ -36,6 +36,21 @@ struct RefStep {
 void forward(const Geometry& g, const Tokens& in, int t0, int t1, std::vector<double>& state,
              std::vector<double>& out, std::vector<RefStep>* deltas = nullptr);
 
+// The same with decay and beta given in float64, [tokens][nv] (e.g. from gates below);
+// in.decay and in.beta are not read.
+void forward(const Geometry& g, const Tokens& in, const std::vector<double>& decay,
+             const std::vector<double>& beta, int t0, int t1, std::vector<double>& state,
+             std::vector<double>& out);
+
+// Decay and beta of raw gates in float64 ([tokens][nv] each; A_log and dt_bias [nv]):
+//   decay = exp(-exp(A_log[h]) * softplus(a[t, h] + dt_bias[h])),  softplus(x) = log(1 + e^x)
+//   beta  = 1 / (1 + exp(-b[t, h]))
+// (the mathematics; the kernel's float32 softplus returns x above 20, where the
+// difference is below float32 resolution).
+void gates(const Geometry& g, const std::vector<float>& a, const std::vector<float>& b,
+           const std::vector<float>& A_log, const std::vector<float>& dt_bias,
+           std::vector<double>& decay, std::vector<double>& beta);
+
 // bfloat16 round-to-nearest-even of a value, computed from the double (not via float).
 double round_to_bf16(double x);
 

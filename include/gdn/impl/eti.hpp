@@ -4,22 +4,39 @@
 /// \file eti.hpp
 /// \brief Explicit template instantiation: the supported set, compiled once in src/.
 ///
-/// For each enabled execution space among Serial, OpenMP and Cuda, state type
-/// float and bf16, ring type float and bf16. Callers see these declarations
-/// and link against the library instead of compiling the kernels.
+/// For each enabled execution space among Serial, OpenMP and Cuda: the
+/// forward and verify for activation type float and bf16 (each launcher
+/// serves both input forms, TokenInputs and GateInputs), state type float
+/// and bf16, ring type float and bf16; the fold for every state and ring
+/// type. Callers see these declarations and link against the library instead
+/// of compiling the kernels. src/ compiles each activation type in a file of
+/// its own, so that a parallel build compiles them side by side.
 
 #include <gdn/bf16.hpp>
 #include <gdn/impl/launch.hpp>
 
 #include <Kokkos_Core.hpp>
 
-#define GDN_ETI_SPACE(PREFIX, SPACE)                                           \
-  PREFIX template struct ::gdn::Impl::FwdLauncher<SPACE, float>;               \
-  PREFIX template struct ::gdn::Impl::FwdLauncher<SPACE, ::gdn::bf16>;         \
-  PREFIX template struct ::gdn::Impl::RingLauncher<SPACE, float, float>;       \
-  PREFIX template struct ::gdn::Impl::RingLauncher<SPACE, float, ::gdn::bf16>; \
-  PREFIX template struct ::gdn::Impl::RingLauncher<SPACE, ::gdn::bf16, float>; \
-  PREFIX template struct ::gdn::Impl::RingLauncher<SPACE, ::gdn::bf16, ::gdn::bf16>;
+/// Forward and verify launchers of one activation type ACT.
+#define GDN_ETI_ACTIVATION(PREFIX, SPACE, ACT)                                        \
+  PREFIX template struct ::gdn::Impl::FwdLauncher<SPACE, ACT, float>;                 \
+  PREFIX template struct ::gdn::Impl::FwdLauncher<SPACE, ACT, ::gdn::bf16>;           \
+  PREFIX template struct ::gdn::Impl::VerifyLauncher<SPACE, ACT, float, float>;       \
+  PREFIX template struct ::gdn::Impl::VerifyLauncher<SPACE, ACT, float, ::gdn::bf16>; \
+  PREFIX template struct ::gdn::Impl::VerifyLauncher<SPACE, ACT, ::gdn::bf16, float>; \
+  PREFIX template struct ::gdn::Impl::VerifyLauncher<SPACE, ACT, ::gdn::bf16, ::gdn::bf16>;
+
+/// Fold launchers (they do not read activations).
+#define GDN_ETI_FOLD(PREFIX, SPACE)                                            \
+  PREFIX template struct ::gdn::Impl::FoldLauncher<SPACE, float, float>;       \
+  PREFIX template struct ::gdn::Impl::FoldLauncher<SPACE, float, ::gdn::bf16>; \
+  PREFIX template struct ::gdn::Impl::FoldLauncher<SPACE, ::gdn::bf16, float>; \
+  PREFIX template struct ::gdn::Impl::FoldLauncher<SPACE, ::gdn::bf16, ::gdn::bf16>;
+
+#define GDN_ETI_SPACE(PREFIX, SPACE)             \
+  GDN_ETI_ACTIVATION(PREFIX, SPACE, float)       \
+  GDN_ETI_ACTIVATION(PREFIX, SPACE, ::gdn::bf16) \
+  GDN_ETI_FOLD(PREFIX, SPACE)
 
 #if defined(KOKKOS_ENABLE_SERIAL)
 GDN_ETI_SPACE(extern, Kokkos::Serial)

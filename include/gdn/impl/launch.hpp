@@ -8,8 +8,8 @@
 /// check their view types at compile time and convert them to the canonical
 /// types of params.hpp; these launchers validate on the host, then launch.
 /// They are defined in launch_impl.hpp, which only src/ includes, and
-/// instantiated there for each supported (execution space, state type, ring
-/// type) (eti.hpp): a user's translation unit never parses the kernels.
+/// instantiated there for each supported (execution space, activation type,
+/// state type, ring type) (eti.hpp): a user's translation unit never parses the kernels.
 
 #include <gdn/config.hpp>
 #include <gdn/impl/params.hpp>
@@ -17,23 +17,38 @@
 namespace gdn {
 namespace Impl {
 
-/// recurrence_fwd for one (execution space, state type).
-template <class ExecSpace, class StateT>
+/// recurrence_fwd for one (execution space, activation type, state type), for
+/// either input form (TokenInputs: gates given; GateInputs: raw gates).
+template <class ExecSpace, class ActT, class StateT>
 struct FwdLauncher {
   using M = typename ExecSpace::memory_space;
-  static void run(const ExecSpace& space, const HeadConfig& cfg, const TokenInputs<M>& in,
+  static void run(const ExecSpace& space, const HeadConfig& cfg, const TokenInputs<M, ActT>& in,
                   const IndexView<M>& state_slots, const PoolView<StateT, M>& state,
-                  const OutView<M>& out);
+                  const OutView<ActT, M>& out);
+  static void run(const ExecSpace& space, const HeadConfig& cfg, const GateInputs<M, ActT>& in,
+                  const IndexView<M>& state_slots, const PoolView<StateT, M>& state,
+                  const OutView<ActT, M>& out);
 };
 
-/// recurrence_verify_ring and state_fold for one (execution space, state type, ring type).
-template <class ExecSpace, class StateT, class RingT>
-struct RingLauncher {
+/// recurrence_verify_ring for one (execution space, activation type, state type, ring type),
+/// for either input form.
+template <class ExecSpace, class ActT, class StateT, class RingT>
+struct VerifyLauncher {
   using M = typename ExecSpace::memory_space;
-  static void verify(const ExecSpace& space, const HeadConfig& cfg, const TokenInputs<M>& in,
-                     const IndexView<M>& state_slots, const PoolView<StateT, M>& state,
-                     const OutView<M>& out, const IndexView<M>& ring_slots,
-                     const PoolView<RingT, M>& ring);
+  static void run(const ExecSpace& space, const HeadConfig& cfg, const TokenInputs<M, ActT>& in,
+                  const IndexView<M>& state_slots, const PoolView<StateT, M>& state,
+                  const OutView<ActT, M>& out, const IndexView<M>& ring_slots,
+                  const PoolView<RingT, M>& ring);
+  static void run(const ExecSpace& space, const HeadConfig& cfg, const GateInputs<M, ActT>& in,
+                  const IndexView<M>& state_slots, const PoolView<StateT, M>& state,
+                  const OutView<ActT, M>& out, const IndexView<M>& ring_slots,
+                  const PoolView<RingT, M>& ring);
+};
+
+/// state_fold for one (execution space, state type, ring type).
+template <class ExecSpace, class StateT, class RingT>
+struct FoldLauncher {
+  using M = typename ExecSpace::memory_space;
   static void fold(const ExecSpace& space, const HeadConfig& cfg, const IndexTable<M>& state_rows,
                    const PoolView<StateT, M>& state, const IndexTable<M>& ring_rows,
                    const Kokkos::View<const RingT****, Kokkos::LayoutRight, M>& ring,

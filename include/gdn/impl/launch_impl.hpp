@@ -72,18 +72,19 @@ void check_recurrence_indices(const ArgCheck& c, const ExecSpace& space,
   }
 }
 
-template <class ExecSpace, class StateT, class RingT, bool Verify>
+template <class ExecSpace, class ActT, class StateT, class RingT, bool Verify>
 void launch_recurrence(const char* label, const ExecSpace& space, const HeadConfig& cfg,
-                       RecurrenceParams<StateT, RingT, typename ExecSpace::memory_space> p) {
+                       RecurrenceParams<ActT, StateT, RingT, typename ExecSpace::memory_space> p) {
   p.nv = cfg.num_value_heads;
   p.group = cfg.group_size();
   p.key_dim = cfg.key_dim();
   p.q_scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(cfg.key_head_dim)));
-  p.vec_qkv = p.in.qkv.stride(1) == 1 && p.in.qkv.stride(0) % 4 == 0 &&
-              reinterpret_cast<std::uintptr_t>(p.in.qkv.data()) % 16 == 0;
+  const auto& qkv = p.in.m_qkv;
+  p.vec_qkv = qkv.stride(1) == 1 && qkv.stride(0) % (16 / sizeof(ActT)) == 0 &&
+              reinterpret_cast<std::uintptr_t>(qkv.data()) % 16 == 0;
   const long long batch = static_cast<long long>(p.slots.extent(0));
   with_head_dim(cfg.key_head_dim, [&](auto dk) {
-    using Kernel = RecurrenceKernel<ExecSpace, StateT, RingT, decltype(dk)::value, Verify>;
+    using Kernel = RecurrenceKernel<ExecSpace, ActT, StateT, RingT, decltype(dk)::value, Verify>;
     Kernel k{p, static_cast<int>(Kernel::items(batch, p.nv))};  // <= INT_MAX / 2 (check_league)
     launch_team_kernel(label, space, k);
   });
@@ -91,10 +92,10 @@ void launch_recurrence(const char* label, const ExecSpace& space, const HeadConf
 
 /// The shape checks forward and verify share (heads, inputs, state, out);
 /// returns the token count.
-template <class M, class StateT>
-std::size_t check_recurrence_shapes(const ArgCheck& c, const HeadConfig& cfg,
-                                    const TokenInputs<M>& in, std::size_t batch,
-                                    const PoolView<StateT, M>& state, const OutView<M>& out) {
+template <class M, class Inputs, class StateT, class OutT>
+std::size_t check_recurrence_shapes(const ArgCheck& c, const HeadConfig& cfg, const Inputs& in,
+                                    std::size_t batch, const PoolView<StateT, M>& state,
+                                    const OutView<OutT, M>& out) {
   check_heads(c, cfg);
   const std::size_t tokens = check_inputs(c, cfg, in, batch);
   check_state(c, cfg, state, batch > 0);
@@ -107,10 +108,15 @@ inline long long recurrence_items(const HeadConfig& cfg, std::size_t batch) {
   return static_cast<long long>(batch) * cfg.num_value_heads * (cfg.key_head_dim / kTileCols);
 }
 
-template <class ExecSpace, class StateT>
-void FwdLauncher<ExecSpace, StateT>::run(const ExecSpace& space, const HeadConfig& cfg,
-                                         const TokenInputs<M>& in, const IndexView<M>& state_slots,
-                                         const PoolView<StateT, M>& state, const OutView<M>& out) {
+/// recurrence_fwd for either input form: validate, then launch.
+template <class ExecSpace, class Inputs, class StateT>
+void run_fwd(
+    const ExecSpace& space, const HeadConfig& cfg, const Inputs& in,
+    const IndexView<typename ExecSpace::memory_space>& state_slots,
+    const PoolView<StateT, typename ExecSpace::memory_space>& state,
+    const OutView<typename Inputs::activation_type, typename ExecSpace::memory_space>& out) {
+  using M = typename ExecSpace::memory_space;
+  using ActT = typename Inputs::activation_type;
   const ArgCheck c("gdn::recurrence_fwd");
   const std::size_t batch = state_slots.extent(0);
   const std::size_t tokens = check_recurrence_shapes(c, cfg, in, batch, state, out);
@@ -118,20 +124,28 @@ void FwdLauncher<ExecSpace, StateT>::run(const ExecSpace& space, const HeadConfi
   if (index_checking_enabled()) {
     check_recurrence_indices<ExecSpace, M>(c, space, in.row_offsets, tokens, state_slots,
                                            state.extent(0), nullptr, 0, 0);
+    check_gate_params(c, cfg, in);
   }
-  RecurrenceParams<StateT, float, M> p;
-  p.in = in;
+  RecurrenceParams<ActT, StateT, float, M> p;
+  p.in = TokenReader<ActT, M>(in);
   p.slots = state_slots;
   p.state = state;
-  p.out = out;
-  launch_recurrence<ExecSpace, StateT, float, false>("gdn::recurrence_fwd::kernel", space, cfg, p);
+  p.out.m_out = out;
+  launch_recurrence<ExecSpace, ActT, StateT, float, false>("gdn::recurrence_fwd::kernel", space,
+                                                           cfg, p);
 }
 
-template <class ExecSpace, class StateT, class RingT>
-void RingLauncher<ExecSpace, StateT, RingT>::verify(
-    const ExecSpace& space, const HeadConfig& cfg, const TokenInputs<M>& in,
-    const IndexView<M>& state_slots, const PoolView<StateT, M>& state, const OutView<M>& out,
-    const IndexView<M>& ring_slots, const PoolView<RingT, M>& ring) {
+/// recurrence_verify_ring for either input form: validate, then launch.
+template <class ExecSpace, class Inputs, class StateT, class RingT>
+void run_verify(
+    const ExecSpace& space, const HeadConfig& cfg, const Inputs& in,
+    const IndexView<typename ExecSpace::memory_space>& state_slots,
+    const PoolView<StateT, typename ExecSpace::memory_space>& state,
+    const OutView<typename Inputs::activation_type, typename ExecSpace::memory_space>& out,
+    const IndexView<typename ExecSpace::memory_space>& ring_slots,
+    const PoolView<RingT, typename ExecSpace::memory_space>& ring) {
+  using M = typename ExecSpace::memory_space;
+  using ActT = typename Inputs::activation_type;
   const ArgCheck c("gdn::recurrence_verify_ring");
   const std::size_t batch = state_slots.extent(0);
   const std::size_t tokens = check_recurrence_shapes(c, cfg, in, batch, state, out);
@@ -145,21 +159,56 @@ void RingLauncher<ExecSpace, StateT, RingT>::verify(
     check_recurrence_indices<ExecSpace, M>(c, space, in.row_offsets, tokens, state_slots,
                                            state.extent(0), &ring_slots, ring.extent(0),
                                            ring.extent(2));
+    check_gate_params(c, cfg, in);
   }
-  RecurrenceParams<StateT, RingT, M> p;
-  p.in = in;
+  RecurrenceParams<ActT, StateT, RingT, M> p;
+  p.in = TokenReader<ActT, M>(in);
   p.slots = state_slots;
   p.state = state;
-  p.out = out;
+  p.out.m_out = out;
   p.ring_slots = ring_slots;
   p.ring = ring;
   p.ring_len = static_cast<int>(ring.extent(2));
-  launch_recurrence<ExecSpace, StateT, RingT, true>("gdn::recurrence_verify_ring::kernel", space,
-                                                    cfg, p);
+  launch_recurrence<ExecSpace, ActT, StateT, RingT, true>("gdn::recurrence_verify_ring::kernel",
+                                                          space, cfg, p);
+}
+
+template <class ExecSpace, class ActT, class StateT>
+void FwdLauncher<ExecSpace, ActT, StateT>::run(const ExecSpace& space, const HeadConfig& cfg,
+                                               const TokenInputs<M, ActT>& in,
+                                               const IndexView<M>& state_slots,
+                                               const PoolView<StateT, M>& state,
+                                               const OutView<ActT, M>& out) {
+  run_fwd(space, cfg, in, state_slots, state, out);
+}
+
+template <class ExecSpace, class ActT, class StateT>
+void FwdLauncher<ExecSpace, ActT, StateT>::run(const ExecSpace& space, const HeadConfig& cfg,
+                                               const GateInputs<M, ActT>& in,
+                                               const IndexView<M>& state_slots,
+                                               const PoolView<StateT, M>& state,
+                                               const OutView<ActT, M>& out) {
+  run_fwd(space, cfg, in, state_slots, state, out);
+}
+
+template <class ExecSpace, class ActT, class StateT, class RingT>
+void VerifyLauncher<ExecSpace, ActT, StateT, RingT>::run(
+    const ExecSpace& space, const HeadConfig& cfg, const TokenInputs<M, ActT>& in,
+    const IndexView<M>& state_slots, const PoolView<StateT, M>& state, const OutView<ActT, M>& out,
+    const IndexView<M>& ring_slots, const PoolView<RingT, M>& ring) {
+  run_verify(space, cfg, in, state_slots, state, out, ring_slots, ring);
+}
+
+template <class ExecSpace, class ActT, class StateT, class RingT>
+void VerifyLauncher<ExecSpace, ActT, StateT, RingT>::run(
+    const ExecSpace& space, const HeadConfig& cfg, const GateInputs<M, ActT>& in,
+    const IndexView<M>& state_slots, const PoolView<StateT, M>& state, const OutView<ActT, M>& out,
+    const IndexView<M>& ring_slots, const PoolView<RingT, M>& ring) {
+  run_verify(space, cfg, in, state_slots, state, out, ring_slots, ring);
 }
 
 template <class ExecSpace, class StateT, class RingT>
-void RingLauncher<ExecSpace, StateT, RingT>::fold(
+void FoldLauncher<ExecSpace, StateT, RingT>::fold(
     const ExecSpace& space, const HeadConfig& cfg, const IndexTable<M>& state_rows,
     const PoolView<StateT, M>& state, const IndexTable<M>& ring_rows,
     const Kokkos::View<const RingT****, Kokkos::LayoutRight, M>& ring,

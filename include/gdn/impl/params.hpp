@@ -6,6 +6,7 @@
 /// view types the public functions convert their arguments to.
 
 #include <gdn/config.hpp>
+#include <gdn/impl/token_io.hpp>
 
 #include <Kokkos_Core.hpp>
 
@@ -20,16 +21,17 @@ template <class M>
 using IndexTable = Kokkos::View<const std::uint32_t**, Kokkos::LayoutStride, M>;  // [L, B]
 template <class T, class M>
 using PoolView = Kokkos::View<T****, Kokkos::LayoutRight, M>;  // state or ring pool
-template <class M>
-using OutView = Kokkos::View<float**, Kokkos::LayoutStride, M>;  // [tokens, value_dim]
+template <class ActT, class M>
+using OutView = Kokkos::View<ActT**, Kokkos::LayoutStride, M>;  // [tokens, value_dim]
 
 /// Everything the forward / verify kernel reads and writes, and the geometry.
-template <class StateT, class RingT, class M>
+/// `ActT` is the activation type of the inputs and of `out` (token_io.hpp).
+template <class ActT, class StateT, class RingT, class M>
 struct RecurrenceParams {
-  TokenInputs<M> in;          // qkv [tokens, conv_dim], decay/beta [tokens, nv], offsets [B+1]
+  TokenReader<ActT, M> in;    // qkv [tokens, conv_dim], gates [tokens, nv], offsets [B+1]
   IndexView<M> slots;         // [B]
   PoolView<StateT, M> state;  // [slots, nv, Dk, Dv]
-  OutView<M> out;             // [tokens, value_dim]
+  OutWriter<ActT, M> out;     // [tokens, value_dim]
   IndexView<M> ring_slots;    // [B] (verify)
   PoolView<RingT, M> ring;    // [ring_rows, nk, RING_LEN, record_stride] (verify)
   int nv = 0;

@@ -37,11 +37,12 @@
 #include <Kokkos_Core.hpp>
 
 #include <cstdint>
+#include <type_traits>
 
 namespace gdn {
 namespace Impl {
 
-template <class ExecSpace, class StateT, class RingT, int Dk, bool Verify>
+template <class ExecSpace, class ActT, class StateT, class RingT, int Dk, bool Verify>
 struct RecurrenceKernel {
   using Traits = TeamTraits<ExecSpace>;
   using M = typename ExecSpace::memory_space;
@@ -61,7 +62,7 @@ struct RecurrenceKernel {
   static_assert(kTileCols % kThreads == 0 || kThreads % kTileCols == 0,
                 "step 3 shares the tile's columns evenly");
 
-  RecurrenceParams<StateT, RingT, M> m;
+  RecurrenceParams<ActT, StateT, RingT, M> m;
   int m_items = 0;  // B * nv * kTiles
 
   /// Team scratch in bytes (16 bytes of slack for alignment).
@@ -155,7 +156,7 @@ struct RecurrenceKernel {
         for (int j = 0; j < n; ++j) {
           float o[kTileCols];
           readout_row(s, j, o);
-          for (int c = 0; c < kTileCols; ++c) m.out(t0 + c0 + j, ocol + c) = o[c];
+          for (int c = 0; c < kTileCols; ++c) m.out.write(t0 + c0 + j, ocol + c, o[c]);
         }
         if (record) write_u_records(s, int(it.ring_row), c0, n, kh, g, tile);
       } else if (rank < kTileCols) {  // a thread per column
@@ -164,7 +165,7 @@ struct RecurrenceKernel {
         const auto emit_u = [&](int j, float u) {
           if (record) m.ring(row, kh, c0 + j, ucol) = RingT(u);
         };
-        const auto emit_out = [&](int j, float o) { m.out(t0 + c0 + j, ocol + rank) = o; };
+        const auto emit_out = [&](int j, float o) { m.out.write(t0 + c0 + j, ocol + rank, o); };
         if (n <= 4) {
           delta_readout<4>(s, n, rank, emit_u, emit_out);
         } else if (n <= 8) {
@@ -186,44 +187,69 @@ struct RecurrenceKernel {
     }
   }
 
-  /// Chunk inputs into scratch: k, q of key head kh, v of the tile, decay,
-  /// beta. Every copy of a thread is in flight at once (async_copy, 16-byte
-  /// copies where qkv's channels are contiguous and 16-byte aligned); the
-  /// caller's team barrier follows async_wait.
+  /// Chunk inputs into scratch as floats: k, q of key head kh, v of the
+  /// tile, decay, beta (m.in, token_io.hpp). Every copy of a thread is in
+  /// flight at once: a float qkv by async copies (16 bytes where its rows
+  /// are contiguous and 16-byte aligned, m.vec_qkv), a bf16 qkv widened
+  /// through registers (8 values per 16-byte load where m.vec_qkv), given
+  /// gates of float type by async copies, raw gates computed (token_io.hpp).
+  /// The caller's team barrier follows async_wait.
   KOKKOS_INLINE_FUNCTION void stage(const Member& team, const Scratch& s, int t, int n, int h,
                                     int kh, int tcol) const {
     const int rank = team.team_rank();
     const long qc = long(kh) * Dk;
     const long kc = m.key_dim + qc;
     const long vc = 2 * m.key_dim + long(h) * Dk + tcol;
+    const auto& x = m.in.m_qkv;
+    constexpr bool kFloat = std::is_same<ActT, float>::value;
     if (m.vec_qkv) {
-      constexpr int kW = Dk / 4;          // 16-byte words of a key or query
-      constexpr int kVW = kTileCols / 4;  // of the tile's values
+      constexpr int kE = 16 / int(sizeof(ActT));  // values per 16-byte word
+      constexpr int kW = Dk / kE;                 // words of a key or query
+      constexpr int kVW = kTileCols / kE;         // of the tile's values
       for (int e = rank; e < n * kW; e += kThreads) {
-        const int j = e / kW, w = 4 * (e % kW);
-        async_copy<16>(s.k + 4 * e, &m.in.qkv(t + j, kc + w));
-        async_copy<16>(s.q + 4 * e, &m.in.qkv(t + j, qc + w));
+        const int j = e / kW, w = kE * (e % kW);
+        stage_word<kE>(s.k + kE * e, &x(t + j, kc + w));
+        stage_word<kE>(s.q + kE * e, &x(t + j, qc + w));
       }
       for (int e = rank; e < n * kVW; e += kThreads) {
-        const int j = e / kVW, w = 4 * (e % kVW);
-        async_copy<16>(s.v + 4 * e, &m.in.qkv(t + j, vc + w));
+        const int j = e / kVW, w = kE * (e % kVW);
+        stage_word<kE>(s.v + kE * e, &x(t + j, vc + w));
       }
     } else {
       for (int e = rank; e < n * Dk; e += kThreads) {
         const int j = e / Dk, i = e % Dk;
-        async_copy<4>(s.k + e, &m.in.qkv(t + j, kc + i));
-        async_copy<4>(s.q + e, &m.in.qkv(t + j, qc + i));
+        stage_word<1>(s.k + e, &x(t + j, kc + i));
+        stage_word<1>(s.q + e, &x(t + j, qc + i));
       }
       for (int e = rank; e < n * kTileCols; e += kThreads) {
         const int j = e / kTileCols, c = e % kTileCols;
-        async_copy<4>(s.v + e, &m.in.qkv(t + j, vc + c));
+        stage_word<1>(s.v + e, &x(t + j, vc + c));
       }
     }
     for (int j = rank; j < n; j += kThreads) {
-      async_copy<4>(s.a + j, &m.in.decay(t + j, h));
-      async_copy<4>(s.beta + j, &m.in.beta(t + j, h));
+      if (kFloat && !m.in.m_raw_gates) {
+        stage_word<1>(s.a + j, &m.in.m_gate(t + j, h));
+        stage_word<1>(s.beta + j, &m.in.m_beta(t + j, h));
+      } else {
+        s.a[j] = m.in.decay(t + j, h);
+        s.beta[j] = m.in.beta(t + j, h);
+      }
     }
     async_wait();
+  }
+
+  /// `E` consecutive activations into scratch as floats: a float by async
+  /// copies (one of 4 or 16 bytes), bf16 widened through registers.
+  template <int E>
+  KOKKOS_FORCEINLINE_FUNCTION static void stage_word(float* dst, const ActT* src) {
+    if constexpr (std::is_same<ActT, float>::value) {
+      async_copy<4 * E>(dst, src);
+    } else {
+      float v[E];
+      load_frag<E>(src, v);
+      GDN_UNROLL
+      for (int e = 0; e < E; ++e) dst[e] = v[e];
+    }
   }
 
   /// Hint the next chunk's keys, queries and the tile's values (tokens t ..
@@ -232,14 +258,14 @@ struct RecurrenceKernel {
   KOKKOS_INLINE_FUNCTION void prefetch_chunk(const Member& team, int t, int n, int h, int kh,
                                              int tcol) const {
     if (!m.vec_qkv) return;
-    const long row_bytes = long(m.in.qkv.stride(0)) * long(sizeof(float));
+    const auto& x = m.in.m_qkv;
+    constexpr int kA = int(sizeof(ActT));
+    const long row_bytes = long(x.stride(0)) * kA;
     const long qc = long(kh) * Dk;
-    prefetch_tile_l2(&m.in.qkv(t, qc), n, Dk * int(sizeof(float)), row_bytes, team.team_rank(),
-                     kThreads);
-    prefetch_tile_l2(&m.in.qkv(t, m.key_dim + qc), n, Dk * int(sizeof(float)), row_bytes,
+    prefetch_tile_l2(&x(t, qc), n, Dk * kA, row_bytes, team.team_rank(), kThreads);
+    prefetch_tile_l2(&x(t, m.key_dim + qc), n, Dk * kA, row_bytes, team.team_rank(), kThreads);
+    prefetch_tile_l2(&x(t, 2 * m.key_dim + long(h) * Dk + tcol), n, kTileCols * kA, row_bytes,
                      team.team_rank(), kThreads);
-    prefetch_tile_l2(&m.in.qkv(t, 2 * m.key_dim + long(h) * Dk + tcol), n,
-                     kTileCols * int(sizeof(float)), row_bytes, team.team_rank(), kThreads);
   }
 
   /// Host: this tile's delta factors of records c0 .. c0+n-1, from scratch.

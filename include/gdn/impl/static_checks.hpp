@@ -5,6 +5,7 @@
 /// \brief Compile-time checks shared by the public entry points.
 
 #include <gdn/bf16.hpp>
+#include <gdn/config.hpp>
 
 #include <Kokkos_Core.hpp>
 
@@ -53,6 +54,35 @@ struct IndexViewTraits<ExecSpace, V, Rank, true> {
   static constexpr bool space_ok =
       std::is_same<typename V::memory_space, typename ExecSpace::memory_space>::value;
 };
+
+/// The `inputs` argument of forward and verify: a TokenInputs or GateInputs
+/// (of any memory space and activation type; `space_ok` says whether it is
+/// the execution space's).
+template <class ExecSpace, class Inputs>
+struct InputsTraits {
+  static constexpr bool is_inputs = false;
+  static constexpr bool space_ok = true;
+  using activation_type = float;
+};
+template <class ExecSpace, class M, class ActT>
+struct InputsTraits<ExecSpace, TokenInputs<M, ActT>> {
+  static constexpr bool is_inputs = true;
+  static constexpr bool space_ok = std::is_same<M, typename ExecSpace::memory_space>::value;
+  using activation_type = ActT;
+};
+template <class ExecSpace, class M, class ActT>
+struct InputsTraits<ExecSpace, GateInputs<M, ActT>> {
+  static constexpr bool is_inputs = true;
+  static constexpr bool space_ok = std::is_same<M, typename ExecSpace::memory_space>::value;
+  using activation_type = ActT;
+};
+
+/// The overloads of forward and verify for every input other than float
+/// TokenInputs (whose overload keeps the original, non-template parameter,
+/// so that a braced list or a type converting to it still works there).
+template <class ExecSpace, class Inputs>
+using EnableIfOtherInputs = std::enable_if_t<
+    !std::is_same<Inputs, TokenInputs<typename ExecSpace::memory_space, float>>::value, int>;
 
 }  // namespace Impl
 }  // namespace gdn

@@ -17,8 +17,10 @@
 #include <Kokkos_Core.hpp>
 
 #include <climits>
+#include <cmath>
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace gdn {
@@ -88,31 +90,59 @@ inline void check_league(const ArgCheck& c, const char* argument, long long leag
   }
 }
 
-/// The per-token inputs against the batch size B; returns the token count (qkv.extent(0)).
-template <class M>
-std::size_t check_inputs(const ArgCheck& c, const HeadConfig& cfg, const TokenInputs<M>& in,
-                         std::size_t batch) {
+/// A per-token, per-value-head input (`decay`, `beta`, `a`, `b`): at least [tokens, nv].
+template <class V>
+void check_token_heads(const ArgCheck& c, const char* argument, const V& v, std::size_t tokens,
+                       int nv) {
+  if (!(v.extent(0) >= tokens && v.extent(1) >= std::size_t(nv))) {
+    c.fail(argument,
+           "shape >= [tokens, nv] = [" + to_str(tokens) + ", " + to_str(nv) +
+               "] (tokens = qkv.extent(0))",
+           "shape " + extents_str(v));
+  }
+}
+
+/// The offsets and qkv of either input form against the batch size B;
+/// returns the token count (qkv.extent(0)).
+template <class Inputs>
+std::size_t check_offsets_and_qkv(const ArgCheck& c, const HeadConfig& cfg, const Inputs& in,
+                                  std::size_t batch) {
   if (!(in.row_offsets.extent(0) == batch + 1)) {
     c.fail("inputs.row_offsets",
            "extent(0) == B + 1 = " + to_str(batch + 1) + " (B = state_slots.extent(0))",
            "extent(0) = " + to_str(in.row_offsets.extent(0)));
   }
-  const std::size_t tokens = in.qkv.extent(0);
   if (!(in.qkv.extent(1) >= std::size_t(cfg.conv_dim()))) {
     c.fail("inputs.qkv", "extent(1) >= conv_dim = 2*nk*Dk + nv*Dv = " + to_str(cfg.conv_dim()),
            "shape " + extents_str(in.qkv));
   }
-  if (!(in.decay.extent(0) >= tokens && in.decay.extent(1) >= std::size_t(cfg.num_value_heads))) {
-    c.fail("inputs.decay",
-           "shape >= [tokens, nv] = [" + to_str(tokens) + ", " + to_str(cfg.num_value_heads) +
-               "] (tokens = qkv.extent(0))",
-           "shape " + extents_str(in.decay));
+  return in.qkv.extent(0);
+}
+
+/// The per-token inputs against the batch size B; returns the token count (qkv.extent(0)).
+template <class M, class ActT>
+std::size_t check_inputs(const ArgCheck& c, const HeadConfig& cfg, const TokenInputs<M, ActT>& in,
+                         std::size_t batch) {
+  const std::size_t tokens = check_offsets_and_qkv(c, cfg, in, batch);
+  check_token_heads(c, "inputs.decay", in.decay, tokens, cfg.num_value_heads);
+  check_token_heads(c, "inputs.beta", in.beta, tokens, cfg.num_value_heads);
+  return tokens;
+}
+
+/// The raw-gate inputs against the batch size B; returns the token count (qkv.extent(0)).
+template <class M, class ActT>
+std::size_t check_inputs(const ArgCheck& c, const HeadConfig& cfg, const GateInputs<M, ActT>& in,
+                         std::size_t batch) {
+  const std::size_t tokens = check_offsets_and_qkv(c, cfg, in, batch);
+  check_token_heads(c, "inputs.a", in.a, tokens, cfg.num_value_heads);
+  check_token_heads(c, "inputs.b", in.b, tokens, cfg.num_value_heads);
+  if (!(in.A_log.extent(0) >= std::size_t(cfg.num_value_heads))) {
+    c.fail("inputs.A_log", "extent(0) >= nv = " + to_str(cfg.num_value_heads),
+           "extent(0) = " + to_str(in.A_log.extent(0)));
   }
-  if (!(in.beta.extent(0) >= tokens && in.beta.extent(1) >= std::size_t(cfg.num_value_heads))) {
-    c.fail("inputs.beta",
-           "shape >= [tokens, nv] = [" + to_str(tokens) + ", " + to_str(cfg.num_value_heads) +
-               "] (tokens = qkv.extent(0))",
-           "shape " + extents_str(in.beta));
+  if (!(in.dt_bias.extent(0) >= std::size_t(cfg.num_value_heads))) {
+    c.fail("inputs.dt_bias", "extent(0) >= nv = " + to_str(cfg.num_value_heads),
+           "extent(0) = " + to_str(in.dt_bias.extent(0)));
   }
   return tokens;
 }
@@ -201,6 +231,19 @@ std::vector<std::uint32_t> host_copy_2d(const V& v) {  // row-major copy
   return r;
 }
 
+/// A 1-D float view's first `n` values on the host (gathered densely first, as above).
+template <class V>
+std::vector<float> host_copy_floats(const V& v, std::size_t n) {
+  const auto head = Kokkos::subview(v, std::make_pair(std::size_t(0), n));
+  Kokkos::View<float*, Kokkos::LayoutRight, typename V::memory_space> dense(
+      Kokkos::view_alloc(Kokkos::WithoutInitializing, "gdn::param_copy"), n);
+  Kokkos::deep_copy(dense, head);
+  auto h = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), dense);
+  std::vector<float> r(n);
+  for (std::size_t i = 0; i < n; ++i) r[i] = h(i);
+  return r;
+}
+
 inline std::string at(const char* name, std::size_t i) {
   return std::string(name) + "[" + to_str(i) + "]";
 }
@@ -259,6 +302,28 @@ inline void check_rows(const ArgCheck& c, const char* argument, const char* limi
                " written by this call to be used by no other request of the call",
            index_name(argument, e, row_len) + " = " + to_str(idx[e]) + " is written, and " +
                index_name(argument, other, row_len) + " = " + to_str(idx[other]) + " uses it too");
+  }
+}
+
+/// Index checking mode: the per-head gate parameters of the heads in use are
+/// finite (a NaN or infinite A_log or dt_bias would spread into every state of
+/// the head). Given decay and beta (TokenInputs) have no parameters.
+template <class M, class ActT>
+void check_gate_params(const ArgCheck&, const HeadConfig&, const TokenInputs<M, ActT>&) {}
+
+template <class M, class ActT>
+void check_gate_params(const ArgCheck& c, const HeadConfig& cfg, const GateInputs<M, ActT>& in) {
+  const std::size_t nv = std::size_t(cfg.num_value_heads);
+  const std::vector<float> a_log = host_copy_floats(in.A_log, nv);
+  const std::vector<float> dt_bias = host_copy_floats(in.dt_bias, nv);
+  for (std::size_t h = 0; h < nv; ++h) {
+    if (!std::isfinite(a_log[h])) {
+      c.fail("inputs.A_log", "finite values", at("A_log", h) + " = " + std::to_string(a_log[h]));
+    }
+    if (!std::isfinite(dt_bias[h])) {
+      c.fail("inputs.dt_bias", "finite values",
+             at("dt_bias", h) + " = " + std::to_string(dt_bias[h]));
+    }
   }
 }
 

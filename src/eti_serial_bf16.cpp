@@ -1,0 +1,8 @@
+// Explicit instantiations of the gdn launchers for Kokkos::Serial: forward and verify with
+// bf16 activations (see include/gdn/impl/eti.hpp).
+#include <gdn/gdn.hpp>
+#include <gdn/impl/launch_impl.hpp>
+
+#if defined(KOKKOS_ENABLE_SERIAL)
+GDN_ETI_ACTIVATION(, Kokkos::Serial, ::gdn::bf16)
+#endif
