@@ -102,6 +102,24 @@ def _stream(stream, *tensors):
     return None
 
 
+def _prepare(stream, *tensors):
+    """The stream handle of a call (``_stream``) and its tensors. For a call on
+    torch's current stream (``stream`` not given) torch tensors go as DLPack
+    capsules from torch.utils.dlpack.to_dlpack: producer and consumer share
+    the stream, so __dlpack__'s per-tensor stream handshake (several
+    microseconds each) has nothing to order. Everything else goes as given
+    and is borrowed through __dlpack__ (with ``stream`` when one is given)."""
+    handle = _stream(stream, *tensors)
+    torch = _sys.modules.get("torch")
+    if stream is not None or torch is None:
+        return handle, tensors
+    to_dlpack = torch.utils.dlpack.to_dlpack
+    tensor = torch.Tensor
+    # A tensor that requires grad goes through __dlpack__, which refuses it (TypeError).
+    return handle, tuple(to_dlpack(t) if isinstance(t, tensor) and not t.requires_grad else t
+                         for t in tensors)
+
+
 def recurrence_fwd(cfg, qkv, decay, beta, row_offsets, state_slots, state, out, *, stream=None):
     """Run the recurrence over every token of every sequence and commit the state.
 
@@ -113,8 +131,8 @@ def recurrence_fwd(cfg, qkv, decay, beta, row_offsets, state_slots, state, out, 
     cudaStream_t handle (int) or a torch.cuda.Stream; default torch's current
     stream. Returns None (``out`` and ``state`` are written in place).
     """
-    _gdn.recurrence_fwd(cfg, qkv, decay, beta, row_offsets, state_slots, state, out,
-                        _stream(stream, qkv, state, out))
+    s, t = _prepare(stream, qkv, decay, beta, row_offsets, state_slots, state, out)
+    _gdn.recurrence_fwd(cfg, *t, s)
 
 
 def recurrence_verify_ring(cfg, qkv, decay, beta, row_offsets, state_slots, state, out,
@@ -127,8 +145,9 @@ def recurrence_verify_ring(cfg, qkv, decay, beta, row_offsets, state_slots, stat
     (``rec = ring_record_elements(Dk, Dv, G)``); a longer one writes no record
     and commits its state as the forward does.
     """
-    _gdn.recurrence_verify_ring(cfg, qkv, decay, beta, row_offsets, state_slots, state, out,
-                                ring_slots, ring, _stream(stream, qkv, state, out))
+    s, t = _prepare(stream, qkv, decay, beta, row_offsets, state_slots, state, out, ring_slots,
+                    ring)
+    _gdn.recurrence_verify_ring(cfg, *t, s)
 
 
 def recurrence_fwd_gates(cfg, qkv, a, b, A_log, dt_bias, row_offsets, state_slots, state, out, *,
@@ -136,17 +155,17 @@ def recurrence_fwd_gates(cfg, qkv, a, b, A_log, dt_bias, row_offsets, state_slot
     """:func:`recurrence_fwd` with raw gates: the kernel computes decay and beta
     from ``a``, ``b`` (per token, the dtype of qkv) and ``A_log``, ``dt_bias``
     (per value head, float32)."""
-    _gdn.recurrence_fwd_gates(cfg, qkv, a, b, A_log, dt_bias, row_offsets, state_slots, state, out,
-                              _stream(stream, qkv, state, out))
+    s, t = _prepare(stream, qkv, a, b, A_log, dt_bias, row_offsets, state_slots, state, out)
+    _gdn.recurrence_fwd_gates(cfg, *t, s)
 
 
 def recurrence_verify_ring_gates(cfg, qkv, a, b, A_log, dt_bias, row_offsets, state_slots, state,
                                  out, ring_slots, ring, *, stream=None):
     """:func:`recurrence_verify_ring` with raw gates (as :func:`recurrence_fwd_gates`); the
     records hold the decays the kernel computed, so the fold stays exact."""
-    _gdn.recurrence_verify_ring_gates(cfg, qkv, a, b, A_log, dt_bias, row_offsets, state_slots,
-                                      state, out, ring_slots, ring,
-                                      _stream(stream, qkv, state, out))
+    s, t = _prepare(stream, qkv, a, b, A_log, dt_bias, row_offsets, state_slots, state, out,
+                    ring_slots, ring)
+    _gdn.recurrence_verify_ring_gates(cfg, *t, s)
 
 
 def state_fold(cfg, state_rows, state, ring_rows, ring, num_accepted, *, stream=None):
@@ -158,8 +177,8 @@ def state_fold(cfg, state_rows, state, ring_rows, ring, num_accepted, *, stream=
     are not touched. With a float32 ring the result equals, bit for bit, a
     forward over the accepted tokens.
     """
-    _gdn.state_fold(cfg, state_rows, state, ring_rows, ring, num_accepted,
-                    _stream(stream, state, ring, num_accepted))
+    s, t = _prepare(stream, state_rows, state, ring_rows, ring, num_accepted)
+    _gdn.state_fold(cfg, *t, s)
 
 
 def prepare_stream(stream=None):

@@ -206,23 +206,18 @@ class Call {
   const DLDevice& device() const { return m_device; }
   std::uintptr_t stream_handle() const { return m_handle; }
 
-  /// Borrows `obj` through __dlpack__ and checks that it lives on the call's device.
-  Arg borrow(py::handle obj, const char* name) {
-    Arg a;
-    a.name = name;
+  /// `obj.__dlpack__()`, with the call's stream when it has one.
+  py::object dlpack_capsule(py::handle obj, const char* name) const {
     if (!py::hasattr(obj, "__dlpack__")) {
       throw py::type_error(prefix(name) +
                            "expected a tensor that supports DLPack (__dlpack__), got " +
                            std::string(py::str(py::type::of(obj).attr("__name__"))));
     }
     try {
-      if (m_stream.is_none()) {
-        a.capsule = obj.attr("__dlpack__")();
-      } else {
-        // DLPack's stream numbering: 1 is CUDA's legacy default stream (0 is reserved).
-        const std::uintptr_t s = m_handle == 0 ? 1 : m_handle;
-        a.capsule = obj.attr("__dlpack__")(py::arg("stream") = s);
-      }
+      if (m_stream.is_none()) return obj.attr("__dlpack__")();
+      // DLPack's stream numbering: 1 is CUDA's legacy default stream (0 is reserved).
+      const std::uintptr_t s = m_handle == 0 ? 1 : m_handle;
+      return obj.attr("__dlpack__")(py::arg("stream") = s);
     } catch (py::error_already_set& e) {
       const std::string what = e.what();
       // A host array asked for a stream refuses; say what is wrong with it.
@@ -239,6 +234,19 @@ class Call {
         }
       }
       throw py::type_error(prefix(name) + "__dlpack__ failed: " + what);
+    }
+  }
+
+  /// Borrows `obj` through __dlpack__ (or takes a 'dltensor' capsule that
+  /// the Python layer made with torch.utils.dlpack.to_dlpack for a call on
+  /// torch's current stream) and checks that it lives on the call's device.
+  Arg borrow(py::handle obj, const char* name) {
+    Arg a;
+    a.name = name;
+    if (PyCapsule_CheckExact(obj.ptr())) {
+      a.capsule = py::reinterpret_borrow<py::object>(obj);
+    } else {
+      a.capsule = dlpack_capsule(obj, name);
     }
     if (!PyCapsule_IsValid(a.capsule.ptr(), "dltensor")) {
       throw py::type_error(prefix(name) + "__dlpack__ did not return a 'dltensor' capsule");
