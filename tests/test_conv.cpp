@@ -2,6 +2,7 @@
 // conv state (gdn::state_fold with a gdn::ConvFold): agreement with the
 // float64 reference, the bit-exact promises (pieces, verify, fold), the
 // conv feeding the recurrence, edge cases and bad input.
+#include <cmath>
 #include <functional>
 
 #include "reference/conv_reference.hpp"
@@ -60,16 +61,17 @@ Arr2<T> make_arr(std::size_t rows, std::size_t cols, Layout layout, const float*
     a.s1 = 1;
   }
   const std::size_t n = (rows && cols) ? (rows - 1) * a.s0 + (cols - 1) * a.s1 + 1 : 1;
-  a.buf = Kokkos::View<T*, Mem>(Kokkos::view_alloc("gdn_test::arr", Kokkos::WithoutInitializing),
-                                n);
+  a.buf =
+      Kokkos::View<T*, Mem>(Kokkos::view_alloc("gdn_test::arr", Kokkos::WithoutInitializing), n);
   auto h = Kokkos::create_mirror(a.buf);
   for (std::size_t i = 0; i < n; ++i) h(i) = poison<T>();
   if (dense)
     for (std::size_t r = 0; r < rows; ++r)
-      for (std::size_t c = 0; c < cols; ++c) h(r * a.s0 + c * a.s1) = from_f<T>(dense[r * cols + c]);
+      for (std::size_t c = 0; c < cols; ++c)
+        h(r * a.s0 + c * a.s1) = from_f<T>(dense[r * cols + c]);
   Kokkos::deep_copy(a.buf, h);
-  a.view = Kokkos::View<T**, Kokkos::LayoutStride, Mem>(a.buf.data(),
-                                                        Kokkos::LayoutStride(rows, a.s0, cols, a.s1));
+  a.view = Kokkos::View<T**, Kokkos::LayoutStride, Mem>(
+      a.buf.data(), Kokkos::LayoutStride(rows, a.s0, cols, a.s1));
   return a;
 }
 
@@ -304,6 +306,42 @@ TEST(Conv, LongSequenceAgreesWithReference) {
   check_reference<gdn::bf16, float>(3, true, {257, 1, 0, 64}, 10);
 }
 
+// The documented order (bias, then the taps oldest to newest with fmaf, then
+// acc / (1 + expf(-acc))), evaluated here in plain host code, gives the
+// kernel's bits. Host backends only: CUDA's expf is another implementation.
+TEST(Conv, DocumentedOrderGivesTheBitsOnHost) {
+  if (!Kokkos::SpaceAccessibility<Kokkos::HostSpace, Mem>::accessible) GTEST_SKIP();
+  const ExecSpace space;
+  const auto cfg = heads(1, 2, 64);
+  for (int width = 2; width <= 4; ++width) {
+    const ConvCase cc = make_case<float>(cfg, width, {7, 1, 2}, 80 + width);
+    const int C = cc.C(), K = width - 1;
+    const auto S0 = make_conv_state<float>(3, C, width, 90 + width);
+    auto S = clone3(S0);
+    const DevConv<float> d = upload_conv<float>(cc);
+    Arr2<float> out = make_arr<float>(cc.tokens(), C, Layout::Dense, nullptr);
+    gdn::conv1d_fwd(space, cfg, d.in, to_device(iota_u32(3)), S, out.view);
+    space.fence();
+    const auto y = read_arr(out);
+    const auto st = floats3(S0);
+    int diff = 0;
+    for (int b = 0; b < cc.batch(); ++b)
+      for (int c = 0; c < C; ++c) {
+        std::vector<float> h(st.begin() + (std::size_t(b) * C + c) * K,
+                             st.begin() + (std::size_t(b) * C + c + 1) * K);
+        for (int p = 0; p < cc.len(b); ++p) h.push_back(cc.x[(cc.offsets[b] + p) * C + c]);
+        for (int p = 0; p < cc.len(b); ++p) {
+          float acc = cc.bias[c];
+          for (int j = 0; j < width; ++j) acc = std::fma(cc.weight[c * width + j], h[p + j], acc);
+          const float want = acc / (1.0f + std::exp(-acc));
+          const float got = y[(cc.offsets[b] + p) * C + c];
+          diff += std::memcmp(&want, &got, 4) != 0;
+        }
+      }
+    EXPECT_EQ(diff, 0) << "W=" << width;
+  }
+}
+
 // ---------------------------------------------------------------------------
 // A forward split into pieces (at any token, pieces shorter than W-1
 // included) == one call, bit for bit: the conv state carries.
@@ -352,8 +390,10 @@ void check_pieces(int width, const std::vector<int>& lens,
 TEST(Conv, PiecesEqualOneCall) {
   const std::vector<int> lens = {9, 1, 2, 40, 0, 3, 5};
   // Pieces of 0, 1, 2 tokens (shorter than W-1) and longer ones, cut anywhere.
-  const std::vector<std::vector<std::uint32_t>> cuts = {
-      {4, 1, 1, 17, 0, 2, 1}, {1, 0, 1, 2, 0, 0, 1}, {2, 0, 0, 20, 0, 1, 0}, {99, 9, 9, 99, 9, 9, 9}};
+  const std::vector<std::vector<std::uint32_t>> cuts = {{4, 1, 1, 17, 0, 2, 1},
+                                                        {1, 0, 1, 2, 0, 0, 1},
+                                                        {2, 0, 0, 20, 0, 1, 0},
+                                                        {99, 9, 9, 99, 9, 9, 9}};
   std::uint64_t seed = 700;
   for (int width = 2; width <= 4; ++width) {
     SCOPED_TRACE("W=" + std::to_string(width));
@@ -399,8 +439,8 @@ TEST(Conv, StridedInputsAndOutputsSameBits) {
     SCOPED_TRACE(layout_name(l));
     const DevConv<gdn::bf16> d = upload_conv<gdn::bf16>(cc, l);
     auto S = clone3(S0);
-    Arr2<float> out = make_arr<float>(cc.tokens(), cc.C(),
-                                      l == Layout::Dense ? Layout::Transposed : l, nullptr);
+    Arr2<float> out =
+        make_arr<float>(cc.tokens(), cc.C(), l == Layout::Dense ? Layout::Transposed : l, nullptr);
     gdn::conv1d_fwd(space, cfg, d.in, slots, S, out.view);
     space.fence();
     if (l == Layout::Dense) {
@@ -441,8 +481,8 @@ void run_conv_cycle(const ConvCycle& cy) {
   const auto C0 = make_conv_state<T>(pool, C, cy.width, cy.seed + 100);
   const auto S0 = make_state<float>(pool, cy.cfg, cy.seed + 101);
   const auto conv_ring = make_conv_ring<T>(ring_pool, cy.ring_len, C + cy.ring_pad);
-  const int rec = int(gdn::ring_record_elements(cy.cfg.key_head_dim, cy.cfg.value_head_dim,
-                                                cy.cfg.group_size()));
+  const int rec = int(
+      gdn::ring_record_elements(cy.cfg.key_head_dim, cy.cfg.value_head_dim, cy.cfg.group_size()));
   const auto ring = make_ring<float>(ring_pool, cy.cfg, cy.ring_len, rec + 1);
   auto Cv = clone3(C0), Cf = clone3(C0);
   auto Sv = clone(S0);
@@ -450,10 +490,10 @@ void run_conv_cycle(const ConvCycle& cy) {
     SCOPED_TRACE("layer " + std::to_string(l));
     const ConvCase& cc = cases[l];
     const DevConv<T> d = upload_conv<T>(cc);
-    const Index s = to_device(std::vector<std::uint32_t>(srows.begin() + l * B,
-                                                         srows.begin() + (l + 1) * B));
-    const Index r = to_device(std::vector<std::uint32_t>(rrows.begin() + l * B,
-                                                         rrows.begin() + (l + 1) * B));
+    const Index s =
+        to_device(std::vector<std::uint32_t>(srows.begin() + l * B, srows.begin() + (l + 1) * B));
+    const Index r =
+        to_device(std::vector<std::uint32_t>(rrows.begin() + l * B, rrows.begin() + (l + 1) * B));
     Arr2<Y> yv = make_arr<Y>(cc.tokens(), C, Layout::Dense, nullptr);
     Arr2<Y> yf = make_arr<Y>(cc.tokens(), C, Layout::Dense, nullptr);
     gdn::conv1d_verify_ring(space, cy.cfg, d.in, s, Cv, yv.view, r, conv_ring);
@@ -463,10 +503,10 @@ void run_conv_cycle(const ConvCycle& cy) {
     EXPECT_TRUE(same_bits(v, read_arr(yf))) << "conv verify output != conv forward output";
     // The recurrence's verify consumes the post-conv qkv (as float).
     const Strided2D q = make_2d(cc.tokens(), C, Layout::Dense, v.data());
-    const Strided2D dec = make_2d(cc.tokens(), cy.cfg.num_value_heads, Layout::Dense,
-                                  cc.decay.data());
-    const Strided2D bet = make_2d(cc.tokens(), cy.cfg.num_value_heads, Layout::Dense,
-                                  cc.beta.data());
+    const Strided2D dec =
+        make_2d(cc.tokens(), cy.cfg.num_value_heads, Layout::Dense, cc.decay.data());
+    const Strided2D bet =
+        make_2d(cc.tokens(), cy.cfg.num_value_heads, Layout::Dense, cc.beta.data());
     gdn::TokenInputs<Mem> ti;
     ti.qkv = q.view;
     ti.decay = dec.view;
@@ -532,17 +572,17 @@ void run_conv_cycle(const ConvCycle& cy) {
     }
     const ConvCase pre = prefix_case(cc, n);
     const DevConv<T> d = upload_conv<T>(pre);
-    const Index s = to_device(std::vector<std::uint32_t>(srows.begin() + l * B,
-                                                         srows.begin() + (l + 1) * B));
+    const Index s =
+        to_device(std::vector<std::uint32_t>(srows.begin() + l * B, srows.begin() + (l + 1) * B));
     Arr2<Y> y = make_arr<Y>(pre.tokens(), C, Layout::Dense, nullptr);
     gdn::conv1d_fwd(space, cy.cfg, d.in, s, Ce, y.view);
     space.fence();
     const auto v = read_arr(y);
     const Strided2D q = make_2d(pre.tokens(), C, Layout::Dense, v.data());
-    const Strided2D dec = make_2d(pre.tokens(), cy.cfg.num_value_heads, Layout::Dense,
-                                  pre.decay.data());
-    const Strided2D bet = make_2d(pre.tokens(), cy.cfg.num_value_heads, Layout::Dense,
-                                  pre.beta.data());
+    const Strided2D dec =
+        make_2d(pre.tokens(), cy.cfg.num_value_heads, Layout::Dense, pre.decay.data());
+    const Strided2D bet =
+        make_2d(pre.tokens(), cy.cfg.num_value_heads, Layout::Dense, pre.beta.data());
     gdn::TokenInputs<Mem> ti;
     ti.qkv = q.view;
     ti.decay = dec.view;
@@ -625,8 +665,7 @@ TEST(ConvFold, SkipsZeroAndOverlongAcceptance) {
   const auto cfg = heads(2, 4, 64);
   const int ring_len = 4, C = int(cfg.conv_dim());
   const auto S0 = make_state<float>(3, cfg, 9);
-  const auto ring = make_ring<float>(3, cfg, ring_len,
-                                     int(gdn::ring_record_elements(64, 64, 2)));
+  const auto ring = make_ring<float>(3, cfg, ring_len, int(gdn::ring_record_elements(64, 64, 2)));
   const auto C0 = make_conv_state<float>(3, C, 4, 10);
   const auto conv_ring = make_conv_ring<float>(3, ring_len, C);  // all NaN
   auto S = clone(S0);

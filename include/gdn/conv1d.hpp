@@ -47,8 +47,8 @@ template <class ExecSpace, class V>
 struct ConvOutTraits {
   using value_type = typename V::value_type;
   static constexpr bool rank_ok = unsigned(V::rank) == 2;
-  static constexpr bool type_ok = std::is_same<value_type, float>::value ||
-                                  std::is_same<value_type, bf16>::value;
+  static constexpr bool type_ok =
+      std::is_same<value_type, float>::value || std::is_same<value_type, bf16>::value;
   static constexpr bool space_ok =
       std::is_same<typename V::memory_space, typename ExecSpace::memory_space>::value;
 };
@@ -95,8 +95,9 @@ void conv1d_fwd(const ExecSpace& space, const HeadConfig& cfg,
   static_assert(Kokkos::is_view<OutView>::value, "gdn::conv1d_fwd: out must be a Kokkos::View");
   using OT = Impl::ConvOutTraits<ExecSpace, OutView>;
   static_assert(OT::rank_ok, "gdn::conv1d_fwd: out must have rank 2 [tokens, conv_dim]");
-  static_assert(OT::type_ok, "gdn::conv1d_fwd: out value type must be (non-const) float or "
-                             "gdn::bf16");
+  static_assert(OT::type_ok,
+                "gdn::conv1d_fwd: out value type must be (non-const) float or "
+                "gdn::bf16");
   static_assert(OT::space_ok, "gdn::conv1d_fwd: out must live in ExecSpace::memory_space");
   Impl::ScopedRegion region("gdn::conv1d_fwd");
   using Y = typename OT::value_type;
@@ -163,8 +164,7 @@ void conv1d_verify_ring(const ExecSpace& space, const HeadConfig& cfg,
   static_assert(OT::rank_ok, "gdn::conv1d_verify_ring: out must have rank 2 [tokens, conv_dim]");
   static_assert(OT::type_ok,
                 "gdn::conv1d_verify_ring: out value type must be (non-const) float or gdn::bf16");
-  static_assert(OT::space_ok,
-                "gdn::conv1d_verify_ring: out must live in ExecSpace::memory_space");
+  static_assert(OT::space_ok, "gdn::conv1d_verify_ring: out must live in ExecSpace::memory_space");
   static_assert(Kokkos::is_view<ConvRingView>::value,
                 "gdn::conv1d_verify_ring: conv_ring must be a Kokkos::View");
   using CR = Impl::ConvPoolTraits<ExecSpace, ConvRingView>;

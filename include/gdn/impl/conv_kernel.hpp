@@ -83,9 +83,7 @@ struct ConvKernel {
   int m_groups = 0;  // channel groups: ceil(conv_dim / Shape::channels)
   int m_split = 1;   // teams per (sequence, channel group)
 
-  static long long league(long long batch, int groups, int split) {
-    return batch * groups * split;
-  }
+  static long long league(long long batch, int groups, int split) { return batch * groups * split; }
 
   KOKKOS_INLINE_FUNCTION void operator()(const Member& team) const {
     const int r = team.league_rank();

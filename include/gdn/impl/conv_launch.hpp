@@ -44,11 +44,11 @@ struct ConvParams {
 /// Everything the conv fold kernel reads and writes.
 template <class T, class M>
 struct ConvFoldParams {
-  IndexTable<M> state_rows;                                  // [L, B]
-  ConvPool<T, M> state;                                      // [slots, conv_dim, W-1]
-  IndexTable<M> ring_rows;                                   // [L, B]
-  Kokkos::View<const T***, Kokkos::LayoutRight, M> ring;     // [ring_rows, RING_LEN, conv_dim]
-  IndexView<M> num_accepted;                                 // [B]
+  IndexTable<M> state_rows;                               // [L, B]
+  ConvPool<T, M> state;                                   // [slots, conv_dim, W-1]
+  IndexTable<M> ring_rows;                                // [L, B]
+  Kokkos::View<const T***, Kokkos::LayoutRight, M> ring;  // [ring_rows, RING_LEN, conv_dim]
+  IndexView<M> num_accepted;                              // [B]
   int conv_dim = 0;
   int ring_len = 0;
 };
@@ -76,20 +76,20 @@ struct ConvFoldLauncher {
   static void check(const ExecSpace& space, const HeadConfig& cfg, const IndexTable<M>& state_rows,
                     const IndexTable<M>& ring_rows, const IndexView<M>& num_accepted,
                     std::size_t ring_len, const ConvFold<M, T>& conv);
-  static void launch(const ExecSpace& space, const HeadConfig& cfg,
-                     const IndexTable<M>& state_rows, const IndexTable<M>& ring_rows,
-                     const IndexView<M>& num_accepted, const ConvFold<M, T>& conv);
+  static void launch(const ExecSpace& space, const HeadConfig& cfg, const IndexTable<M>& state_rows,
+                     const IndexTable<M>& ring_rows, const IndexView<M>& num_accepted,
+                     const ConvFold<M, T>& conv);
 };
 
 }  // namespace Impl
 }  // namespace gdn
 
-#define GDN_ETI_CONV_SPACE(PREFIX, SPACE)                                         \
-  PREFIX template struct ::gdn::Impl::ConvLauncher<SPACE, float, float>;          \
-  PREFIX template struct ::gdn::Impl::ConvLauncher<SPACE, float, ::gdn::bf16>;    \
-  PREFIX template struct ::gdn::Impl::ConvLauncher<SPACE, ::gdn::bf16, float>;    \
+#define GDN_ETI_CONV_SPACE(PREFIX, SPACE)                                            \
+  PREFIX template struct ::gdn::Impl::ConvLauncher<SPACE, float, float>;             \
+  PREFIX template struct ::gdn::Impl::ConvLauncher<SPACE, float, ::gdn::bf16>;       \
+  PREFIX template struct ::gdn::Impl::ConvLauncher<SPACE, ::gdn::bf16, float>;       \
   PREFIX template struct ::gdn::Impl::ConvLauncher<SPACE, ::gdn::bf16, ::gdn::bf16>; \
-  PREFIX template struct ::gdn::Impl::ConvFoldLauncher<SPACE, float>;             \
+  PREFIX template struct ::gdn::Impl::ConvFoldLauncher<SPACE, float>;                \
   PREFIX template struct ::gdn::Impl::ConvFoldLauncher<SPACE, ::gdn::bf16>;
 
 #if defined(KOKKOS_ENABLE_SERIAL)

@@ -53,8 +53,8 @@ void check_conv_state(const ArgCheck& c, const char* argument, long conv_dim, lo
                       const char* width_from, const V& state, bool need_rows) {
   if (!(state.extent(1) == std::size_t(conv_dim) && state.extent(2) == std::size_t(width - 1))) {
     c.fail(argument,
-           "shape [slots, conv_dim, W-1] = [slots, " + to_str(conv_dim) + ", " +
-               to_str(width - 1) + "] (W = " + width_from + ")",
+           "shape [slots, conv_dim, W-1] = [slots, " + to_str(conv_dim) + ", " + to_str(width - 1) +
+               "] (W = " + width_from + ")",
            "shape " + extents_str(state));
   }
   if (!(!need_rows || state.extent(0) > 0)) {
@@ -201,8 +201,7 @@ void ConvLauncher<ExecSpace, T, Y>::verify(const ExecSpace& space, const HeadCon
                                            const ConvInputs<M, T>& in,
                                            const IndexView<M>& state_slots,
                                            const ConvPool<T, M>& conv_state,
-                                           const ConvOut<Y, M>& out,
-                                           const IndexView<M>& ring_slots,
+                                           const ConvOut<Y, M>& out, const IndexView<M>& ring_slots,
                                            const ConvPool<T, M>& conv_ring) {
   const ArgCheck c("gdn::conv1d_verify_ring");
   const std::size_t batch = state_slots.extent(0);
@@ -261,8 +260,8 @@ void ConvFoldLauncher<ExecSpace, T>::check(const ExecSpace& space, const HeadCon
                to_str(conv_max_width) + "]",
            "shape " + extents_str(conv.conv_state));
   }
-  check_conv_state(c, "conv.conv_state", cd, width, "conv.conv_state.extent(2) + 1", conv.conv_state,
-                   any);
+  check_conv_state(c, "conv.conv_state", cd, width, "conv.conv_state.extent(2) + 1",
+                   conv.conv_state, any);
   check_conv_ring(c, "conv.conv_ring", cd, conv.conv_ring, any);
   if (!(conv.conv_ring.extent(1) == ring_len)) {
     c.fail("conv.conv_ring", "RING_LEN = extent(1) == ring.extent(2) = " + to_str(ring_len),
