@@ -4,6 +4,7 @@
 // conv feeding the recurrence, edge cases and bad input.
 #include <cmath>
 #include <functional>
+#include <type_traits>
 
 #include "reference/conv_reference.hpp"
 #include "test_support.hpp"
@@ -341,6 +342,51 @@ TEST(Conv, DocumentedOrderGivesTheBitsOnHost) {
     EXPECT_EQ(diff, 0) << "W=" << width;
   }
 }
+
+// Serial and OpenMP share the host mapping: the same bits (forward, verify,
+// conv ring and the fold). Only where both exist and the test's memory is the host's.
+template <class M>
+void serial_and_openmp_same_bits() {
+#if defined(KOKKOS_ENABLE_SERIAL) && defined(KOKKOS_ENABLE_OPENMP)
+  if constexpr (std::is_same<M, Kokkos::HostSpace>::value) {
+    const auto cfg = heads(2, 4, 64);
+    const ConvCase cc = make_case<gdn::bf16>(cfg, 4, {5, 0, 70, 2}, 95);
+    const DevConv<gdn::bf16> d = upload_conv<gdn::bf16>(cc);
+    const auto C0 = make_conv_state<gdn::bf16>(4, cc.C(), 4, 96);
+    const auto S0 = make_state<float>(4, cfg, 97);
+    const Index slots = to_device(iota_u32(4));
+    const Table rows = to_device(1, 4, iota_u32(4));
+    std::vector<unsigned char> fwd_state[2], fold_state[2], ring_bytes[2];
+    std::vector<float> outs[2];
+    auto run = [&](const auto& space, int which) {
+      auto Cf = clone3(C0), Cv = clone3(C0);
+      auto S = clone(S0);
+      auto conv_ring = make_conv_ring<gdn::bf16>(4, 8, cc.C());
+      auto ring = make_ring<float>(4, cfg, 8, int(gdn::ring_record_elements(64, 64, 2)));
+      Arr2<float> out = make_arr<float>(cc.tokens(), cc.C(), Layout::Dense, nullptr);
+      gdn::conv1d_fwd(space, cfg, d.in, slots, Cf, out.view);
+      gdn::conv1d_verify_ring(space, cfg, d.in, slots, Cv, out.view, slots, conv_ring);
+      gdn::state_fold(space, cfg, rows, S, rows, ring, to_device({3u, 0u, 70u, 0u}),
+                      gdn::ConvFold<Mem, gdn::bf16>{Cv, conv_ring});
+      space.fence();
+      fwd_state[which] = bytes_of(Cf);
+      fold_state[which] = bytes_of(Cv);
+      ring_bytes[which] = bytes_of(conv_ring);
+      outs[which] = read_arr(out);
+    };
+    run(Kokkos::Serial(), 0);
+    run(Kokkos::OpenMP(), 1);
+    EXPECT_TRUE(same_bytes(fwd_state[0], fwd_state[1]));
+    EXPECT_TRUE(same_bytes(fold_state[0], fold_state[1]));
+    EXPECT_TRUE(same_bytes(ring_bytes[0], ring_bytes[1]));
+    EXPECT_TRUE(same_bits(outs[0], outs[1]));
+    return;
+  }
+#endif
+  GTEST_SKIP() << "needs Serial and OpenMP over host memory";
+}
+
+TEST(Conv, SerialAndOpenMPGiveTheSameBits) { serial_and_openmp_same_bits<Mem>(); }
 
 // ---------------------------------------------------------------------------
 // A forward split into pieces (at any token, pieces shorter than W-1
