@@ -958,5 +958,22 @@ TEST(ConvChecking, ValidCallsPass) {
   }
 }
 
+// Recording rows only read their conv state row: several may share one in the checking mode;
+// rows the fold skips and empty rows may hold any index.
+TEST(ConvChecking, SharedReadRowsAndSkippedRowsPass) {
+  ConvSetup s;
+  gdn::set_index_checking(true);
+  EXPECT_NO_THROW(gdn::conv1d_verify_ring(s.space, s.cfg, s.d.in, to_device({1, 1, 1}), s.cstate,
+                                          s.out.view, s.rslots, s.cring));
+  EXPECT_NO_THROW(
+      gdn::conv1d_fwd(s.space, s.cfg, s.d.in, to_device({2, 0, 12345}), s.cstate, s.out.view));
+  EXPECT_NO_THROW(gdn::state_fold(s.space, s.cfg, to_device(2, 3, {2, 0, 999, 3, 1, 999}), s.state,
+                                  to_device(2, 3, {0, 1, 999, 2, 0, 999}), s.ring,
+                                  to_device({2, 9, 0}),
+                                  gdn::ConvFold<Mem, float>{s.cstate, s.cring}));
+  gdn::set_index_checking(false);
+  s.space.fence();
+}
+
 }  // namespace
 }  // namespace gdn_test
