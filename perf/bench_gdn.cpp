@@ -21,6 +21,19 @@
 //                                           decay and beta given. Input variants run at
 //                                           D = 128, bf16 state, T in {1, 4, 16} (fwd,
 //                                           verify) and for two prompt sizes (prefill).
+//   conv_fwd/D128/act:<a>/B:<b>/T:<t>       conv1d_fwd (W = 4, with bias, float out) over
+//                                           B rows of T tokens, conv state committed
+//   conv_verify/D128/act:<a>/B:<b>/T:<t>    conv1d_verify_ring, RING_LEN = T: the window's
+//                                           inputs recorded, conv state read only
+//   conv_fold/D128/act:<a>/L:<l>/B:<b>/T:<t>
+//                                           state_fold's conv part alone (one launch of
+//                                           gdn::Impl::ConvFoldLauncher, L = 1 and 36),
+//                                           n = T accepted; the recurrent fold's cost is
+//                                           the fold case of the same shape
+//   conv_prefill/D128/act:<a>/B:<b>/T:<t>   conv1d_fwd over the prefill shapes
+//   (conv cases: conv_dim = 8192 at D128, activations <a> float or bf16, T in {1, 4, 16};
+//   bytes: qkv read, out written, conv state read (and written), conv ring written or
+//   read, weights and bias, index arrays; flops: 2*W per output)
 // Shapes: nk = 16, nv = 32, Dk = Dv = d with d = 128 (Qwen3-Next's GDN layer)
 // and d = 64. State float or bf16; ring float, record_stride =
 // ring_record_elements rounded up to 16 bytes (GDN_BENCH_RECORD_ALIGN floats,
@@ -247,7 +260,8 @@ Table make_table(int rows, int cols) {  // entry (l, b) = l * cols + b
 
 // ---------------------------------------------------------------------------
 // One case: its shape, the bytes and flops it must move and compute, its buffers' size.
-enum class Kernel { Fwd, Verify, Fold, Prefill };
+enum class Kernel { Fwd, Verify, Fold, Prefill, ConvFwd, ConvVerify, ConvFold, ConvPrefill };
+constexpr int kConvWidth = 4;  // Qwen3-Next's conv kernel width
 
 struct Case {
   Kernel kernel = Kernel::Fwd;
@@ -278,12 +292,29 @@ struct Case {
   }
   double gate_param_bytes() const { return raw_gates ? 2.0 * 4.0 * kNumValueHeads : 0.0; }
   double records() const { return double(layers) * batch * window * kNumKeyHeads; }
+  bool conv() const {
+    return kernel == Kernel::ConvFwd || kernel == Kernel::ConvVerify ||
+           kernel == Kernel::ConvFold || kernel == Kernel::ConvPrefill;
+  }
+  double act_bytes() const { return bf16_state ? 2.0 : 4.0; }  // conv activations
+  double conv_dim() const { return double(cfg().conv_dim()); }
+  double conv_state_row_bytes() const { return conv_dim() * (kConvWidth - 1) * act_bytes(); }
 
   std::string name() const {
-    const char* k = kernel == Kernel::Fwd       ? "fwd"
-                    : kernel == Kernel::Prefill ? "prefill"
-                    : kernel == Kernel::Verify  ? "verify"
-                                                : "fold";
+    const char* k = kernel == Kernel::Fwd           ? "fwd"
+                    : kernel == Kernel::Prefill     ? "prefill"
+                    : kernel == Kernel::Verify      ? "verify"
+                    : kernel == Kernel::Fold        ? "fold"
+                    : kernel == Kernel::ConvFwd     ? "conv_fwd"
+                    : kernel == Kernel::ConvVerify  ? "conv_verify"
+                    : kernel == Kernel::ConvPrefill ? "conv_prefill"
+                                                    : "conv_fold";
+    if (conv()) {
+      std::string n = std::string(k) + "/D" + std::to_string(dim) +
+                      "/act:" + (bf16_state ? "bf16" : "float");
+      if (kernel == Kernel::ConvFold) n += "/L:" + std::to_string(layers);
+      return n + "/B:" + std::to_string(batch) + "/T:" + std::to_string(window);
+    }
     std::string n =
         std::string(k) + "/D" + std::to_string(dim) + "/state:" + (bf16_state ? "bf16" : "float");
     if (kernel == Kernel::Fold) n += "/L:" + std::to_string(layers);
@@ -295,7 +326,18 @@ struct Case {
 
   double min_bytes() const {
     const double idx = 4.0;
+    const double conv_tokens = tokens() * conv_dim() * (act_bytes() + 4.0);  // qkv in, out
+    const double weights = conv_dim() * (kConvWidth + 1) * 4.0;
     switch (kernel) {
+      case Kernel::ConvFwd:  // conv state read + written
+      case Kernel::ConvPrefill:
+        return conv_tokens + weights + 2.0 * batch * conv_state_row_bytes() +
+               idx * (2.0 * batch + 1);
+      case Kernel::ConvVerify:  // conv state read, the window's inputs recorded
+        return conv_tokens + weights + batch * conv_state_row_bytes() +
+               tokens() * conv_dim() * act_bytes() + idx * (3.0 * batch + 1);
+      case Kernel::ConvFold:  // W-1 inputs (ring, and the old row when n < W-1) read, W-1 written
+        return 2.0 * layers * batch * conv_state_row_bytes() + idx * (2.0 * layers * batch + batch);
       case Kernel::Fwd:  // state read + written, tokens, offsets + slots
       case Kernel::Prefill:
         return 2.0 * batch * state_row_bytes() + tokens() * token_bytes() + gate_param_bytes() +
@@ -311,6 +353,8 @@ struct Case {
   }
   double flops() const {
     const double per_head = double(dim) * dim;
+    if (kernel == Kernel::ConvFold) return 0.0;
+    if (conv()) return tokens() * conv_dim() * 2.0 * kConvWidth;
     if (kernel == Kernel::Fold)
       return double(layers) * batch * window * kNumValueHeads * 3.0 * per_head;
     if (kernel == Kernel::Verify) return tokens() * kNumValueHeads * 4.0 * per_head;
@@ -318,7 +362,16 @@ struct Case {
   }
   double footprint() const {
     const double ring = double(layers) * batch * kNumKeyHeads * window * record_stride() * 4.0;
+    const double conv_ring = double(layers) * batch * window * conv_dim() * act_bytes();
     switch (kernel) {
+      case Kernel::ConvFwd:
+      case Kernel::ConvPrefill:
+        return batch * conv_state_row_bytes() + tokens() * conv_dim() * (act_bytes() + 4.0);
+      case Kernel::ConvVerify:
+        return batch * conv_state_row_bytes() + tokens() * conv_dim() * (act_bytes() + 4.0) +
+               conv_ring;
+      case Kernel::ConvFold:
+        return layers * batch * conv_state_row_bytes() + conv_ring;
       case Kernel::Fwd:
       case Kernel::Prefill:
         return batch * state_row_bytes() + tokens() * token_bytes();
@@ -548,7 +601,82 @@ void run_recurrence_act(benchmark::State& st, const Case& c, const Settings& s) 
              : run_recurrence<StateT, float>(st, c, s);
 }
 
+// The conv cases: activations of type A, float out, W = 4 with bias.
+template <class A>
+void run_conv(benchmark::State& st, const Case& c, const Settings& s) {
+  using Act = Kokkos::View<A**, Kokkos::LayoutRight, Mem>;
+  using ConvPool = Kokkos::View<A***, Kokkos::LayoutRight, Mem>;
+  const gdn::HeadConfig cfg = c.cfg();
+  const std::size_t C = cfg.conv_dim(), K = kConvWidth - 1;
+  const std::size_t tokens = std::size_t(c.batch) * c.window;
+  const std::size_t rows = std::size_t(c.layers) * c.batch;
+  const auto no_init = [](const std::string& label) {
+    return Kokkos::view_alloc(label, Kokkos::WithoutInitializing);
+  };
+  ConvPool state(no_init("gdn_bench::conv_state"), rows, C, K);  // [L*B, conv_dim, W-1]
+  fill_uniform(state.data(), state.size(), -1.0f, 1.0f, 51);
+  ConvPool ring(no_init("gdn_bench::conv_ring"), c.kernel == Kernel::ConvFwd ||
+                                                     c.kernel == Kernel::ConvPrefill ? 0 : rows,
+                c.window, C);  // [L*B, RING_LEN = T, conv_dim]
+  fill_uniform(ring.data(), ring.size(), -1.0f, 1.0f, 52);
+  Exec space;
+  Timing t;
+  Kokkos::View<float**, Kokkos::LayoutRight, Mem> out;
+  if (c.kernel == Kernel::ConvFold) {
+    const Table state_rows = make_table(c.layers, c.batch);  // [L, B]
+    const Table ring_rows = make_table(c.layers, c.batch);   // [L, B]
+    const Index accepted =
+        make_index(std::vector<std::uint32_t>(c.batch, static_cast<std::uint32_t>(c.window)));
+    const gdn::ConvFold<Mem, A> conv{state, ring};
+    space.fence();
+    for (auto _ : st) {
+      t = time_calls(s, [&] {
+        gdn::Impl::ConvFoldLauncher<Exec, A>::launch(space, cfg, state_rows, ring_rows, accepted,
+                                                     conv);
+      });
+      st.SetIterationTime(t.median);
+    }
+  } else {
+    Act qkv(no_init("gdn_bench::conv_qkv"), tokens, C);  // [tokens, conv_dim]
+    fill_uniform(qkv.data(), qkv.size(), -1.0f, 1.0f, 53);
+    out = decltype(out)(no_init("gdn_bench::conv_out"), tokens, C);  // [tokens, conv_dim]
+    fill_uniform(out.data(), out.size(), -1.0f, 1.0f, 54);           // first touch
+    Matrix weight(no_init("gdn_bench::conv_weight"), C, kConvWidth);  // [conv_dim, W]
+    fill_uniform(weight.data(), weight.size(), -0.5f, 0.5f, 55);
+    Kokkos::View<float*, Mem> bias(no_init("gdn_bench::conv_bias"), C);  // [conv_dim]
+    fill_uniform(bias.data(), bias.size(), -0.2f, 0.2f, 56);
+    std::vector<std::uint32_t> off(c.batch + 1), sl(c.batch);
+    for (int b = 0; b <= c.batch; ++b) off[b] = static_cast<std::uint32_t>(b * c.window);
+    for (int b = 0; b < c.batch; ++b) sl[b] = static_cast<std::uint32_t>(b);
+    const Index offsets = make_index(off), slots = make_index(sl);
+    gdn::ConvInputs<Mem, A> in;
+    in.qkv = qkv;
+    in.weight = weight;
+    in.bias = bias;
+    in.row_offsets = offsets;
+    space.fence();
+    for (auto _ : st) {
+      if (c.kernel == Kernel::ConvVerify) {
+        t = time_calls(s,
+                       [&] { gdn::conv1d_verify_ring(space, cfg, in, slots, state, out, slots, ring); });
+      } else {
+        t = time_calls(s, [&] { gdn::conv1d_fwd(space, cfg, in, slots, state, out); });
+      }
+      st.SetIterationTime(t.median);
+    }
+  }
+  report(st, c, s, t);
+  long bad = count_non_finite(state.data(), state.size());
+  if (bad) st.SkipWithError(non_finite_message(bad, "conv state").c_str());
+  if (out.size() && (bad = count_non_finite(out.data(), out.size())) != 0)
+    st.SkipWithError(non_finite_message(bad, "out").c_str());
+}
+
 void run_case(benchmark::State& st, const Case& c, const Settings& s) {
+  if (c.conv()) {
+    c.bf16_state ? run_conv<gdn::bf16>(st, c, s) : run_conv<float>(st, c, s);
+    return;
+  }
   const bool fold = c.kernel == Kernel::Fold;
   if (c.bf16_state) {
     fold ? run_fold<gdn::bf16>(st, c, s) : run_recurrence_act<gdn::bf16>(st, c, s);
@@ -637,6 +765,33 @@ void register_cases(const Settings& s) {
       add(c);
     }
   }
+  // The conv1d in front of the recurrence: D = 128 (conv_dim 8192), W = 4.
+  const Variant conv_variants[] = {{Kernel::ConvFwd, 1},
+                                   {Kernel::ConvVerify, 1},
+                                   {Kernel::ConvFold, 1},
+                                   {Kernel::ConvFold, kModelLayers}};
+  for (const Variant& v : conv_variants)
+    for (bool bf16_act : {false, true})
+      for (int batch : batches)
+        for (int window : {1, 4, 16}) {
+          if (batch > s.max_batch) continue;
+          Case c;
+          c.kernel = v.kernel;
+          c.layers = v.layers;
+          c.bf16_state = bf16_act;
+          c.batch = batch;
+          c.window = window;
+          add(c);
+        }
+  for (bool bf16_act : {false, true})
+    for (const auto& bl : prompts) {
+      Case c;
+      c.kernel = Kernel::ConvPrefill;
+      c.bf16_state = bf16_act;
+      c.batch = bl[0];
+      c.window = bl[1];
+      add(c);
+    }
   if (skipped) std::printf("gdn_bench: %d cases skipped for memory\n", skipped);
 }
 

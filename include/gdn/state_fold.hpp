@@ -4,9 +4,12 @@
 /// \file state_fold.hpp
 /// \brief `gdn::state_fold`: commit the accepted prefix of the ring, every layer in one launch.
 ///
-/// The kernel itself is in impl/fold_kernel.hpp.
+/// The kernel itself is in impl/fold_kernel.hpp; the conv state's fold (the
+/// overload with a `ConvFold`) is in impl/conv_kernel.hpp.
 
 #include <gdn/config.hpp>
+#include <gdn/conv_inputs.hpp>
+#include <gdn/impl/conv_launch.hpp>
 #include <gdn/impl/eti.hpp>
 #include <gdn/impl/launch.hpp>
 #include <gdn/impl/profiling.hpp>
@@ -80,6 +83,48 @@ void state_fold(const ExecSpace& space, const HeadConfig& cfg, const StateRowsVi
       space, cfg, Impl::IndexTable<M>(state_rows), Impl::PoolView<StateT, M>(state),
       Impl::IndexTable<M>(ring_rows), Kokkos::View<const RingT****, Kokkos::LayoutRight, M>(ring),
       Impl::IndexView<M>(num_accepted));
+}
+
+/// \brief The fold above, and in the same call the fold of the conv states.
+///
+/// First folds the recurrent state exactly as the overload without `conv`;
+/// then, for layer l and sequence b with `0 < n = num_accepted[b] <= RING_LEN`,
+/// sets conv state row `state_rows(l, b)` of `conv.conv_state` to the last W-1
+/// inputs of (that row, `conv.conv_ring(ring_rows(l, b), 0 .. n-1, :)`), the
+/// pre-conv inputs `conv1d_verify_ring` recorded: bit-identical to
+/// `conv1d_fwd` over the first n tokens from the same conv state. Rows with
+/// n == 0 or n > RING_LEN are not touched, in either pool. Every argument of
+/// both folds is validated before either is launched. Non-blocking.
+///
+/// \param conv  conv_state [slots, conv_dim, W-1] (W = extent(2) + 1, 2 to 4) and
+///              conv_ring [ring_rows, RING_LEN, >= conv_dim] (RING_LEN = ring.extent(2)),
+///              LayoutRight, float or gdn::bf16 (the same type for both)
+/// \throws gdn::InvalidArgument as the overload without `conv`, and for a conv pool whose
+///         shape does not match conv_dim, W or RING_LEN; with index checking on, also
+///         for rows out of range of the conv pools.
+template <class ExecSpace, class StateRowsView, class StateView, class RingRowsView, class RingView,
+          class AcceptedView, class ConvT>
+void state_fold(const ExecSpace& space, const HeadConfig& cfg, const StateRowsView& state_rows,
+                const StateView& state, const RingRowsView& ring_rows, const RingView& ring,
+                const AcceptedView& num_accepted,
+                const ConvFold<typename ExecSpace::memory_space, ConvT>& conv) {
+  using M = typename ExecSpace::memory_space;
+  static_assert(Impl::IsStorageType<ConvT>::value,
+                "gdn::state_fold: conv (gdn::ConvFold) value type must be float or gdn::bf16");
+  static_assert(Kokkos::is_view<RingView>::value, "gdn::state_fold: ring must be a Kokkos::View");
+  GDN_IMPL_STATIC_ASSERT_INDEX_VIEW("gdn::state_fold", "state_rows", 2, "[L, B]", ExecSpace,
+                                    StateRowsView);
+  GDN_IMPL_STATIC_ASSERT_INDEX_VIEW("gdn::state_fold", "ring_rows", 2, "[L, B]", ExecSpace,
+                                    RingRowsView);
+  GDN_IMPL_STATIC_ASSERT_INDEX_VIEW("gdn::state_fold", "num_accepted", 1, "[B]", ExecSpace,
+                                    AcceptedView);
+  Impl::ScopedRegion region("gdn::state_fold");
+  const Impl::IndexTable<M> srows(state_rows), rrows(ring_rows);
+  const Impl::IndexView<M> accepted(num_accepted);
+  Impl::ConvFoldLauncher<ExecSpace, ConvT>::check(space, cfg, srows, rrows, accepted,
+                                                  ring.extent(2), conv);
+  state_fold(space, cfg, state_rows, state, ring_rows, ring, num_accepted);
+  Impl::ConvFoldLauncher<ExecSpace, ConvT>::launch(space, cfg, srows, rrows, accepted, conv);
 }
 
 }  // namespace gdn

@@ -1,0 +1,105 @@
+#ifndef GDN_IMPL_CONV_LAUNCH_HPP
+#define GDN_IMPL_CONV_LAUNCH_HPP
+
+/// \file conv_launch.hpp
+/// \brief The compiled entry points behind the conv1d calls and the conv part
+/// of `state_fold` (declarations, parameter structs and their explicit
+/// instantiation list).
+///
+/// Defined in conv_launch_impl.hpp, which only src/ includes, and
+/// instantiated in src/eti_conv_*.cpp for each enabled execution space,
+/// activation type (float, bf16) and output type (float, bf16).
+
+#include <gdn/bf16.hpp>
+#include <gdn/config.hpp>
+#include <gdn/conv_inputs.hpp>
+#include <gdn/impl/params.hpp>
+
+#include <Kokkos_Core.hpp>
+
+#include <cstddef>
+
+namespace gdn {
+namespace Impl {
+
+template <class T, class M>
+using ConvPool = Kokkos::View<T***, Kokkos::LayoutRight, M>;  // conv state or conv ring
+template <class Y, class M>
+using ConvOut = Kokkos::View<Y**, Kokkos::LayoutStride, M>;  // [tokens, conv_dim]
+
+/// Everything the conv forward / verify kernel reads and writes.
+template <class T, class Y, class M>
+struct ConvParams {
+  ConvInputs<M, T> in;      // qkv [tokens, conv_dim], weight [conv_dim, W], bias, offsets [B+1]
+  IndexView<M> slots;       // [B]
+  ConvPool<T, M> state;     // [slots, conv_dim, W-1]
+  ConvOut<Y, M> out;        // [tokens, conv_dim]
+  IndexView<M> ring_slots;  // [B] (verify)
+  ConvPool<T, M> ring;      // [ring_rows, RING_LEN, >= conv_dim] (verify)
+  int conv_dim = 0;
+  int ring_len = 0;  // RING_LEN (verify), 0 for the forward
+  bool has_bias = false;
+};
+
+/// Everything the conv fold kernel reads and writes.
+template <class T, class M>
+struct ConvFoldParams {
+  IndexTable<M> state_rows;                               // [L, B]
+  ConvPool<T, M> state;                                   // [slots, conv_dim, W-1]
+  IndexTable<M> ring_rows;                                // [L, B]
+  Kokkos::View<const T***, Kokkos::LayoutRight, M> ring;  // [ring_rows, RING_LEN, conv_dim]
+  IndexView<M> num_accepted;                              // [B]
+  int conv_dim = 0;
+  int ring_len = 0;
+};
+
+/// conv1d_fwd and conv1d_verify_ring for one (execution space, activation type, output type).
+template <class ExecSpace, class T, class Y>
+struct ConvLauncher {
+  using M = typename ExecSpace::memory_space;
+  static void fwd(const ExecSpace& space, const HeadConfig& cfg, const ConvInputs<M, T>& in,
+                  const IndexView<M>& state_slots, const ConvPool<T, M>& conv_state,
+                  const ConvOut<Y, M>& out);
+  static void verify(const ExecSpace& space, const HeadConfig& cfg, const ConvInputs<M, T>& in,
+                     const IndexView<M>& state_slots, const ConvPool<T, M>& conv_state,
+                     const ConvOut<Y, M>& out, const IndexView<M>& ring_slots,
+                     const ConvPool<T, M>& conv_ring);
+};
+
+/// The conv part of state_fold for one (execution space, activation type):
+/// `check` validates everything (shapes, and index contents in the checking
+/// mode) and runs before the recurrent fold launches; `launch` enqueues the
+/// conv fold after it.
+template <class ExecSpace, class T>
+struct ConvFoldLauncher {
+  using M = typename ExecSpace::memory_space;
+  static void check(const ExecSpace& space, const HeadConfig& cfg, const IndexTable<M>& state_rows,
+                    const IndexTable<M>& ring_rows, const IndexView<M>& num_accepted,
+                    std::size_t ring_len, const ConvFold<M, T>& conv);
+  static void launch(const ExecSpace& space, const HeadConfig& cfg, const IndexTable<M>& state_rows,
+                     const IndexTable<M>& ring_rows, const IndexView<M>& num_accepted,
+                     const ConvFold<M, T>& conv);
+};
+
+}  // namespace Impl
+}  // namespace gdn
+
+#define GDN_ETI_CONV_SPACE(PREFIX, SPACE)                                            \
+  PREFIX template struct ::gdn::Impl::ConvLauncher<SPACE, float, float>;             \
+  PREFIX template struct ::gdn::Impl::ConvLauncher<SPACE, float, ::gdn::bf16>;       \
+  PREFIX template struct ::gdn::Impl::ConvLauncher<SPACE, ::gdn::bf16, float>;       \
+  PREFIX template struct ::gdn::Impl::ConvLauncher<SPACE, ::gdn::bf16, ::gdn::bf16>; \
+  PREFIX template struct ::gdn::Impl::ConvFoldLauncher<SPACE, float>;                \
+  PREFIX template struct ::gdn::Impl::ConvFoldLauncher<SPACE, ::gdn::bf16>;
+
+#if defined(KOKKOS_ENABLE_SERIAL)
+GDN_ETI_CONV_SPACE(extern, Kokkos::Serial)
+#endif
+#if defined(KOKKOS_ENABLE_OPENMP)
+GDN_ETI_CONV_SPACE(extern, Kokkos::OpenMP)
+#endif
+#if defined(KOKKOS_ENABLE_CUDA)
+GDN_ETI_CONV_SPACE(extern, Kokkos::Cuda)
+#endif
+
+#endif  // GDN_IMPL_CONV_LAUNCH_HPP

@@ -1,0 +1,318 @@
+#ifndef GDN_IMPL_CONV_LAUNCH_IMPL_HPP
+#define GDN_IMPL_CONV_LAUNCH_IMPL_HPP
+
+/// \file conv_launch_impl.hpp
+/// \brief Definitions of the conv launchers of conv_launch.hpp: validate, then launch.
+/// Included only by the explicit instantiations in src/.
+
+#include <gdn/bf16.hpp>
+#include <gdn/config.hpp>
+#include <gdn/conv_inputs.hpp>
+#include <gdn/impl/conv_kernel.hpp>
+#include <gdn/impl/conv_launch.hpp>
+#include <gdn/impl/validate.hpp>
+
+#include <Kokkos_Core.hpp>
+
+#include <climits>
+#include <cstdint>
+#include <type_traits>
+#include <vector>
+
+namespace gdn {
+namespace Impl {
+
+/// Calls `f(std::integral_constant<int, W>())` for the supported widths (2 to 4).
+template <class F>
+void with_conv_width(int w, F&& f) {
+  if (w == 2) {
+    f(std::integral_constant<int, 2>());
+  } else if (w == 3) {
+    f(std::integral_constant<int, 3>());
+  } else {
+    f(std::integral_constant<int, 4>());
+  }
+}
+
+/// The conv uses only conv_dim of the head geometry: positive counts and dims.
+inline void check_conv_heads(const ArgCheck& c, const HeadConfig& cfg) {
+  if (!(cfg.num_key_heads > 0)) c.fail("cfg.num_key_heads", "> 0", to_str(cfg.num_key_heads));
+  if (!(cfg.num_value_heads > 0)) {
+    c.fail("cfg.num_value_heads", "> 0", to_str(cfg.num_value_heads));
+  }
+  if (!(cfg.key_head_dim > 0)) c.fail("cfg.key_head_dim", "> 0", to_str(cfg.key_head_dim));
+  if (!(cfg.value_head_dim > 0)) c.fail("cfg.value_head_dim", "> 0", to_str(cfg.value_head_dim));
+  if (!(cfg.conv_dim() <= INT_MAX / 2)) {
+    c.fail("cfg", "conv_dim = 2*nk*Dk + nv*Dv <= " + to_str(INT_MAX / 2), to_str(cfg.conv_dim()));
+  }
+}
+
+/// A conv state pool [slots, conv_dim, W-1] against conv_dim and the width W (of the weights).
+template <class V>
+void check_conv_state(const ArgCheck& c, const char* argument, long conv_dim, long width,
+                      const char* width_from, const V& state, bool need_rows) {
+  if (!(state.extent(1) == std::size_t(conv_dim) && state.extent(2) == std::size_t(width - 1))) {
+    c.fail(argument,
+           "shape [slots, conv_dim, W-1] = [slots, " + to_str(conv_dim) + ", " + to_str(width - 1) +
+               "] (W = " + width_from + ")",
+           "shape " + extents_str(state));
+  }
+  if (!(!need_rows || state.extent(0) > 0)) {
+    c.fail(argument, "at least one pool row", "shape " + extents_str(state));
+  }
+}
+
+/// A conv ring [ring_rows, RING_LEN, >= conv_dim].
+template <class V>
+void check_conv_ring(const ArgCheck& c, const char* argument, long conv_dim, const V& ring,
+                     bool need_rows) {
+  if (!(ring.extent(1) >= 1 && ring.extent(1) <= std::size_t(INT_MAX))) {
+    c.fail(argument, "RING_LEN = extent(1) in [1, INT_MAX]", "shape " + extents_str(ring));
+  }
+  if (!(ring.extent(2) >= std::size_t(conv_dim))) {
+    c.fail(argument, "extent(2) >= conv_dim = " + to_str(conv_dim), "shape " + extents_str(ring));
+  }
+  if (!(!need_rows || ring.extent(0) > 0)) {
+    c.fail(argument, "at least one ring row", "shape " + extents_str(ring));
+  }
+}
+
+/// Shape checks of conv1d_fwd and conv1d_verify_ring (inputs, conv state, out); returns W.
+template <class M, class T, class Y>
+int check_conv_call(const ArgCheck& c, const HeadConfig& cfg, const ConvInputs<M, T>& in,
+                    std::size_t batch, const ConvPool<T, M>& state, const ConvOut<Y, M>& out) {
+  check_conv_heads(c, cfg);
+  const long cd = cfg.conv_dim();
+  if (!(in.row_offsets.extent(0) == batch + 1)) {
+    c.fail("inputs.row_offsets",
+           "extent(0) == B + 1 = " + to_str(batch + 1) + " (B = state_slots.extent(0))",
+           "extent(0) = " + to_str(in.row_offsets.extent(0)));
+  }
+  if (!(in.qkv.extent(1) >= std::size_t(cd))) {
+    c.fail("inputs.qkv", "extent(1) >= conv_dim = 2*nk*Dk + nv*Dv = " + to_str(cd),
+           "shape " + extents_str(in.qkv));
+  }
+  const long width = static_cast<long>(in.weight.extent(1));
+  if (!(width >= conv_min_width && width <= conv_max_width)) {
+    c.fail("inputs.weight",
+           "W = extent(1) in [" + to_str(conv_min_width) + ", " + to_str(conv_max_width) + "]",
+           "shape " + extents_str(in.weight));
+  }
+  if (!(in.weight.extent(0) >= std::size_t(cd))) {
+    c.fail("inputs.weight", "extent(0) >= conv_dim = " + to_str(cd),
+           "shape " + extents_str(in.weight));
+  }
+  if (!(in.bias.extent(0) == 0 || in.bias.extent(0) >= std::size_t(cd))) {
+    c.fail("inputs.bias", "extent(0) == 0 (no bias) or >= conv_dim = " + to_str(cd),
+           "shape " + extents_str(in.bias));
+  }
+  check_conv_state(c, "conv_state", cd, width, "inputs.weight.extent(1)", state, batch > 0);
+  const std::size_t tokens = in.qkv.extent(0);
+  if (!(out.extent(0) >= tokens && out.extent(1) >= std::size_t(cd))) {
+    c.fail("out",
+           "shape >= [tokens, conv_dim] = [" + to_str(tokens) + ", " + to_str(cd) +
+               "] (tokens = qkv.extent(0))",
+           "shape " + extents_str(out));
+  }
+  return static_cast<int>(width);
+}
+
+/// Index checking mode of the conv calls: offsets, conv state rows (a committing row's row is
+/// used by no other row of the call) and, for the verify, ring rows.
+template <class ExecSpace, class M>
+void check_conv_indices(const ArgCheck& c, const ExecSpace& space, const IndexView<M>& offsets,
+                        std::size_t tokens, const IndexView<M>& slots, std::size_t pool_rows,
+                        const IndexView<M>* ring_slots, std::size_t ring_rows,
+                        std::size_t ring_len) {
+  space.fence();  // the caller may have written the indices asynchronously on this instance
+  const std::vector<std::uint32_t> off = host_copy_1d(offsets);
+  check_offsets_contents(c, off, tokens);
+  const std::size_t batch = slots.extent(0);
+  const std::vector<std::uint32_t> sl = host_copy_1d(slots);
+  std::vector<char> used(batch), commit(batch), record(batch);
+  for (std::size_t b = 0; b < batch; ++b) {
+    const std::size_t len = off[b + 1] - off[b];
+    used[b] = len > 0;
+    record[b] = ring_slots != nullptr && len > 0 && len <= ring_len;
+    commit[b] = len > 0 && !record[b];
+  }
+  check_rows(c, "state_slots", "conv_state.extent(0)", sl, used, commit, pool_rows, 0,
+             "conv state row");
+  if (ring_slots) {
+    const std::vector<std::uint32_t> rs = host_copy_1d(*ring_slots);
+    check_rows(c, "ring_slots", "conv_ring.extent(0)", rs, record, record, ring_rows, 0,
+               "conv ring row");
+  }
+}
+
+template <class ExecSpace, class T, class Y, bool Verify>
+void launch_conv(const char* label, const ExecSpace& space, int width, std::size_t tokens,
+                 const ConvParams<T, Y, typename ExecSpace::memory_space>& p) {
+  const long long batch = static_cast<long long>(p.slots.extent(0));
+  if (batch == 0) return;
+  with_conv_width(width, [&](auto w) {
+    using Kernel = ConvKernel<ExecSpace, T, Y, decltype(w)::value, Verify>;
+    using Shape = typename Kernel::Shape;
+    static_assert(Shape::channels >= 64, "conv_league_bound assumes at least 64 channels a team");
+    Kernel k{p};
+    k.m_groups = (p.conv_dim + Shape::channels - 1) / Shape::channels;
+    // Teams per (sequence, channel group): enough for the mean sequence length.
+    const long long mean = (static_cast<long long>(tokens) + batch - 1) / batch;
+    const long long split = (mean + kConvBlock - 1) / kConvBlock;
+    k.m_split = static_cast<int>(split < 1 ? 1 : (split > kConvMaxSplit ? kConvMaxSplit : split));
+    const long long league = Kernel::league(batch, k.m_groups, k.m_split);
+    Kokkos::parallel_for(label, typename Kernel::Policy(space, int(league), Shape::threads), k);
+  });
+}
+
+/// Teams of a conv launch at the largest split: the bound check_league applies.
+inline long long conv_league_bound(const HeadConfig& cfg, std::size_t batch) {
+  const long long min_channels = 64;  // ConvShape::channels of every backend is at least this
+  return static_cast<long long>(batch) * ((cfg.conv_dim() + min_channels - 1) / min_channels) *
+         kConvMaxSplit;
+}
+
+template <class ExecSpace, class T, class Y>
+void ConvLauncher<ExecSpace, T, Y>::fwd(const ExecSpace& space, const HeadConfig& cfg,
+                                        const ConvInputs<M, T>& in, const IndexView<M>& state_slots,
+                                        const ConvPool<T, M>& conv_state,
+                                        const ConvOut<Y, M>& out) {
+  const ArgCheck c("gdn::conv1d_fwd");
+  const std::size_t batch = state_slots.extent(0);
+  const int width = check_conv_call(c, cfg, in, batch, conv_state, out);
+  const std::size_t tokens = in.qkv.extent(0);
+  check_league(c, "state_slots", conv_league_bound(cfg, batch));
+  if (index_checking_enabled()) {
+    check_conv_indices<ExecSpace, M>(c, space, in.row_offsets, tokens, state_slots,
+                                     conv_state.extent(0), nullptr, 0, 0);
+  }
+  ConvParams<T, Y, M> p;
+  p.in = in;
+  p.slots = state_slots;
+  p.state = conv_state;
+  p.out = out;
+  p.conv_dim = static_cast<int>(cfg.conv_dim());
+  p.has_bias = in.bias.extent(0) > 0;
+  launch_conv<ExecSpace, T, Y, false>("gdn::conv1d_fwd::kernel", space, width, tokens, p);
+}
+
+template <class ExecSpace, class T, class Y>
+void ConvLauncher<ExecSpace, T, Y>::verify(const ExecSpace& space, const HeadConfig& cfg,
+                                           const ConvInputs<M, T>& in,
+                                           const IndexView<M>& state_slots,
+                                           const ConvPool<T, M>& conv_state,
+                                           const ConvOut<Y, M>& out, const IndexView<M>& ring_slots,
+                                           const ConvPool<T, M>& conv_ring) {
+  const ArgCheck c("gdn::conv1d_verify_ring");
+  const std::size_t batch = state_slots.extent(0);
+  const int width = check_conv_call(c, cfg, in, batch, conv_state, out);
+  const std::size_t tokens = in.qkv.extent(0);
+  if (!(ring_slots.extent(0) == batch)) {
+    c.fail("ring_slots", "extent(0) == B = " + to_str(batch) + " (state_slots.extent(0))",
+           "extent(0) = " + to_str(ring_slots.extent(0)));
+  }
+  check_conv_ring(c, "conv_ring", cfg.conv_dim(), conv_ring, batch > 0);
+  check_league(c, "state_slots", conv_league_bound(cfg, batch));
+  if (index_checking_enabled()) {
+    check_conv_indices<ExecSpace, M>(c, space, in.row_offsets, tokens, state_slots,
+                                     conv_state.extent(0), &ring_slots, conv_ring.extent(0),
+                                     conv_ring.extent(1));
+  }
+  ConvParams<T, Y, M> p;
+  p.in = in;
+  p.slots = state_slots;
+  p.state = conv_state;
+  p.out = out;
+  p.ring_slots = ring_slots;
+  p.ring = conv_ring;
+  p.conv_dim = static_cast<int>(cfg.conv_dim());
+  p.ring_len = static_cast<int>(conv_ring.extent(1));
+  p.has_bias = in.bias.extent(0) > 0;
+  launch_conv<ExecSpace, T, Y, true>("gdn::conv1d_verify_ring::kernel", space, width, tokens, p);
+}
+
+template <class ExecSpace, class T>
+void ConvFoldLauncher<ExecSpace, T>::check(const ExecSpace& space, const HeadConfig& cfg,
+                                           const IndexTable<M>& state_rows,
+                                           const IndexTable<M>& ring_rows,
+                                           const IndexView<M>& num_accepted, std::size_t ring_len,
+                                           const ConvFold<M, T>& conv) {
+  const ArgCheck c("gdn::state_fold");
+  check_heads(c, cfg);
+  const std::size_t layers = state_rows.extent(0);
+  const std::size_t batch = num_accepted.extent(0);
+  if (!(state_rows.extent(1) == batch)) {
+    c.fail("state_rows", "shape [L, B] with B = num_accepted.extent(0) = " + to_str(batch),
+           "shape " + extents_str(state_rows));
+  }
+  if (!(ring_rows.extent(0) == layers && ring_rows.extent(1) == batch)) {
+    c.fail(
+        "ring_rows",
+        "shape [L, B] = [" + to_str(layers) + ", " + to_str(batch) + "] (the shape of state_rows)",
+        "shape " + extents_str(ring_rows));
+  }
+  const bool any = layers * batch > 0;
+  const long cd = cfg.conv_dim();
+  const long width = static_cast<long>(conv.conv_state.extent(2)) + 1;
+  if (!(width >= conv_min_width && width <= conv_max_width)) {
+    c.fail("conv.conv_state",
+           "shape [slots, conv_dim, W-1] with W in [" + to_str(conv_min_width) + ", " +
+               to_str(conv_max_width) + "]",
+           "shape " + extents_str(conv.conv_state));
+  }
+  check_conv_state(c, "conv.conv_state", cd, width, "conv.conv_state.extent(2) + 1",
+                   conv.conv_state, any);
+  check_conv_ring(c, "conv.conv_ring", cd, conv.conv_ring, any);
+  if (!(conv.conv_ring.extent(1) == ring_len)) {
+    c.fail("conv.conv_ring", "RING_LEN = extent(1) == ring.extent(2) = " + to_str(ring_len),
+           "shape " + extents_str(conv.conv_ring));
+  }
+  check_league(c, "state_rows", static_cast<long long>(layers) * batch * cd);
+  if (index_checking_enabled()) {
+    space.fence();
+    const std::vector<std::uint32_t> na = host_copy_1d(num_accepted);
+    const std::vector<std::uint32_t> sr = host_copy_2d(state_rows);
+    const std::vector<std::uint32_t> rr = host_copy_2d(ring_rows);
+    std::vector<char> active(layers * batch);
+    for (std::size_t e = 0; e < active.size(); ++e) {
+      const std::uint32_t n = na[e % batch];
+      active[e] = n > 0 && n <= ring_len;
+    }
+    check_rows(c, "state_rows", "conv.conv_state.extent(0)", sr, active, active,
+               conv.conv_state.extent(0), batch, "conv state row");
+    const std::vector<char> shared(active.size(), 0);
+    check_rows(c, "ring_rows", "conv.conv_ring.extent(0)", rr, active, shared,
+               conv.conv_ring.extent(0), batch, "conv ring row");
+  }
+}
+
+template <class ExecSpace, class T>
+void ConvFoldLauncher<ExecSpace, T>::launch(const ExecSpace& space, const HeadConfig& cfg,
+                                            const IndexTable<M>& state_rows,
+                                            const IndexTable<M>& ring_rows,
+                                            const IndexView<M>& num_accepted,
+                                            const ConvFold<M, T>& conv) {
+  const std::size_t layers = state_rows.extent(0);
+  const std::size_t batch = num_accepted.extent(0);
+  if (layers * batch == 0) return;
+  ConvFoldParams<T, M> p;
+  p.state_rows = state_rows;
+  p.state = conv.conv_state;
+  p.ring_rows = ring_rows;
+  p.ring = conv.conv_ring;
+  p.num_accepted = num_accepted;
+  p.conv_dim = static_cast<int>(cfg.conv_dim());
+  p.ring_len = static_cast<int>(conv.conv_ring.extent(1));
+  const std::int64_t items = static_cast<std::int64_t>(layers * batch) * p.conv_dim;
+  with_conv_width(static_cast<int>(conv.conv_state.extent(2)) + 1, [&](auto w) {
+    using Kernel = ConvFoldKernel<ExecSpace, T, decltype(w)::value>;
+    Kernel k{p, static_cast<int>(batch)};
+    Kokkos::parallel_for("gdn::state_fold::conv_kernel", typename Kernel::Policy(space, 0, items),
+                         k);
+  });
+}
+
+}  // namespace Impl
+}  // namespace gdn
+
+#endif  // GDN_IMPL_CONV_LAUNCH_IMPL_HPP
