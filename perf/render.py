@@ -270,12 +270,15 @@ def roofline_us(b, ctx):
 
 
 def indexed_runs(data):
-    """{(kernel, shape, state, B, T, L): (name, run)} of the cases without an error; L = 0
-    outside the fold."""
+    """{(kernel, shape, state, B, T, L): (name, run)} of the cases without an error and with
+    the default inputs (no act: or gates: field: float activations, given gates; the conv
+    cases name their activations too); L = 0 outside the fold."""
     runs = {}
     for name, b in select_runs(data.get("benchmarks", [])).items():
         if not b.get("error_occurred"):
             kernel, f = parse_name(name)
+            if "act" in f or "gates" in f:
+                continue
             runs[(kernel, f.get("shape"), f.get("state"), _num(f.get("B")), _num(f.get("T")),
                   _num(f.get("L")))] = (name, b)
     return runs
