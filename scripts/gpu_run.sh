@@ -87,7 +87,7 @@ if [ "$do_tests" = 1 ]; then
   say "gtest: $(grep -E '^\[  (PASSED|FAILED) |^\[==========\] [0-9]+ tests' "$OUT/gtest_cuda.log" | tr '\n' ' ')"
 fi
 if [ "$do_py" = 1 ]; then
-  (cd "$dir" && ctest -L python --output-on-failure --no-tests=error) > "$OUT/pytest.log" 2>&1 && r=pass || r=FAIL
+  (cd "$dir" && ctest -L python -V --no-tests=error) > "$OUT/pytest.log" 2>&1 && r=pass || r=FAIL
   say "pytest (ctest -L python): $r: $(grep -E '[0-9]+ (passed|failed)' "$OUT/pytest.log" | tail -1)"
   PYTHONPATH=$dir/python OMP_PROC_BIND=false "$py" "$GDN_ROOT/perf/python_overhead.py" \
     > "$OUT/python_overhead.txt" 2>&1 || say "perf/python_overhead.py failed (python_overhead.txt)"
