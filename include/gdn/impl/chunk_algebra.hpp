@@ -23,7 +23,7 @@
 /// host_dense.hpp, states its own order). The sums over a head dimension
 /// (step 1, the Gram entries, the norms) are split over a lane group, an
 /// order fixed per backend by TeamShape; everything else is one thread per
-/// value, the same code on every backend.
+/// value, the same code on every backend but for the host's step 3.
 
 #include <gdn/impl/backend.hpp>
 
