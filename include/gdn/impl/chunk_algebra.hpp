@@ -10,18 +10,20 @@
 ///    whose order depends on the backend, through the team shape).
 /// 2. decay products `g(j, i) = a_{i+1} * ... * a_j` and `Gam_j = a_0 * ... * a_j`,
 ///    multiplied left to right (`chunk_coefficients`).
-/// 3. `u_j` and `out_j` in token order (`delta_factors` and `readout_row` on the
-///    host, `delta_readout` a column at a time on GPUs: the same operations).
+/// 3. `u_j` and `out_j` in token order (`delta_readout` a column at a time on
+///    GPUs; on the host a triangular solve and products over the whole tile,
+///    host_dense.hpp).
 /// 4. the state after the chunk: `S = fma(k_j, u_j, S * a_j)` for j in order
 ///    (`fold_record`, also the fold kernel's update).
 ///
-/// Every operation is an explicit `fmaf`, or a single multiply, add, square
-/// root or division whose result does not feed an add, so contraction by the
-/// compiler (`-ffp-contract`, nvcc `--fmad`) has nothing to change: the bits
-/// depend only on the order written here. The sums over a head dimension
+/// Every operation here is an explicit `fmaf`, or a single multiply, add,
+/// square root or division whose result does not feed an add, so contraction
+/// by the compiler (`-ffp-contract`, nvcc `--fmad`) has nothing to change: the
+/// bits depend only on the order written here (the host's step 3,
+/// host_dense.hpp, states its own order). The sums over a head dimension
 /// (step 1, the Gram entries, the norms) are split over a lane group, an
 /// order fixed per backend by TeamShape; everything else is one thread per
-/// value, the same code on every backend.
+/// value, the same code on every backend but for the host's step 3.
 
 #include <gdn/impl/backend.hpp>
 
@@ -224,53 +226,16 @@ KOKKOS_FORCEINLINE_FUNCTION void project(const float (&st)[Rows][Cols],
   }
 }
 
-/// Step 3, delta factors, for the `NC` tile columns from `c0`:
+/// Step 3 for one tile column `c`, delta factors and outputs together (the
+/// GPU mapping: a thread per column). Delta factors:
 /// `kv_j = Gam_j * P[c, j] + sum_{i<j} akk(j, i) * u_i[c]` (i ascending, one fma
-/// each) and `u_j[c] = beta_j * (v_j[c] - kv_j * kinv_j) * kinv_j`. Computed
+/// each) and `u_j[c] = beta_j * (v_j[c] - kv_j * kinv_j) * kinv_j`, computed
 /// right-looking: once u_i is known it enters every later kv_j, which adds
 /// the same terms in the same order as the sum written above, while the
-/// dependent chain is only n steps long.
-template <int NC, int Dk, int C>
-KOKKOS_FORCEINLINE_FUNCTION void delta_factors(const ChunkScratch<Dk, C>& s, int n, int c0) {
-  float kv[C][NC];
-  GDN_UNROLL
-  for (int j = 0; j < C; ++j) {
-    if (j < n) {
-      const float gam = s.gam[j];
-      GDN_UNROLL
-      GDN_SIMD
-      for (int c = 0; c < NC; ++c) kv[j][c] = gam * s.p[j * kTileCols + c0 + c];
-    }
-  }
-  GDN_UNROLL
-  for (int i = 0; i < C; ++i) {
-    if (i < n) {
-      const float beta = s.beta[i], kinv = s.kinv[i];
-      float ui[NC];
-      GDN_UNROLL
-      GDN_SIMD
-      for (int c = 0; c < NC; ++c) {
-        ui[c] = delta_factor(s.v[i * kTileCols + c0 + c], kv[i][c], beta, kinv);
-        s.u[i * kTileCols + c0 + c] = ui[c];
-      }
-      GDN_UNROLL
-      for (int j = i + 1; j < C; ++j) {
-        if (j < n) {
-          const float a = s.akk[j * C + i];
-          GDN_UNROLL
-          GDN_SIMD
-          for (int c = 0; c < NC; ++c) kv[j][c] = fmaf(a, ui[c], kv[j][c]);
-        }
-      }
-    }
-  }
-}
-
-/// Step 3 for one tile column `c`, delta factors and outputs together (the
-/// GPU mapping: a thread per column). The delta factors as delta_factors;
-/// each `u_i`, once known, also enters every readout `o_j` (j >= i), which
-/// adds the terms of the readout in its order (`Gam_j * R[c, j]` first, then i
-/// ascending, one fma each), as readout_row. Writes `u_j[c]` to scratch and hands each
+/// dependent chain is only n steps long. Each `u_i` also enters every readout
+/// `o_j` (j >= i), which adds the terms of the readout in its order
+/// (`Gam_j * R[c, j]` first, then i ascending, one fma each):
+/// `out_j[c] = qf_j * o_j`. Writes `u_j[c]` to scratch and hands each
 /// `(j, u_j[c])` to `emit_u`, then each `(j, out_j[c])` to `emit_out`.
 /// `NC >= n` bounds the token loops at compile time (the caller picks the
 /// smallest of a few bounds, so short windows need few registers); it
@@ -308,27 +273,6 @@ KOKKOS_FORCEINLINE_FUNCTION void delta_readout(const ChunkScratch<Dk, C>& s, int
   for (int j = 0; j < NC; ++j) {
     if (j < n) emit_out(j, s.qf[j] * o[j]);
   }
-}
-
-/// Step 3, readout of token j at every tile column c (the host's form; the
-/// host vectorises over the columns):
-/// `qf_j * (Gam_j * R[c, j] + sum_{i<=j} akq(j, i) * u_i[c])` (i ascending,
-/// one fma each).
-template <int Dk, int C>
-KOKKOS_FORCEINLINE_FUNCTION void readout_row(const ChunkScratch<Dk, C>& s, int j,
-                                             float (&o)[kTileCols]) {
-  const float gam = s.gam[j], qf = s.qf[j];
-  const float* rj = s.r + j * kTileCols;
-  GDN_SIMD
-  for (int c = 0; c < kTileCols; ++c) o[c] = gam * rj[c];
-  for (int i = 0; i <= j; ++i) {
-    const float a = s.akq[j * C + i];
-    const float* ui = s.u + i * kTileCols;
-    GDN_SIMD
-    for (int c = 0; c < kTileCols; ++c) o[c] = fmaf(a, ui[c], o[c]);
-  }
-  GDN_SIMD
-  for (int c = 0; c < kTileCols; ++c) o[c] = qf * o[c];
 }
 
 /// Step 4 on a thread's fragment: records j = 0 .. n-1 in order, key rows

@@ -24,14 +24,15 @@
 /// tile's v, decay and beta in scratch; every thread projects its
 /// fragment on each token's k and q (step 1, lane groups reduce); lane
 /// groups take token pairs for step 2's Gram entries and norms; threads take
-/// tile columns for step 3's delta factors (sequential in j) and
-/// (token, column) pairs for the readout (host: a row of 64 columns at a
-/// time); verify writes the records;
+/// tile columns for step 3's delta factors and readout (sequential in j;
+/// host: a triangular solve and products over the whole tile,
+/// host_dense.hpp); verify writes the records;
 /// step 4 folds the chunk into the registers if the state goes on.
 
 #include <gdn/config.hpp>
 #include <gdn/impl/backend.hpp>
 #include <gdn/impl/chunk_algebra.hpp>
+#include <gdn/impl/host_dense.hpp>
 #include <gdn/impl/params.hpp>
 
 #include <Kokkos_Core.hpp>
@@ -151,13 +152,10 @@ struct RecurrenceKernel {
       for (int j = 0; j < n; ++j) project<kLanes>(st, s, j, lane, col0);
       team.team_barrier();
       const long ocol = long(h) * Dk + tcol;  // the tile's first output column
-      if constexpr (kThreads == 1) {  // host: every column at once, a row of outputs at a time
-        delta_factors<kTileCols>(s, n, 0);
-        for (int j = 0; j < n; ++j) {
-          float o[kTileCols];
-          readout_row(s, j, o);
+      if constexpr (kThreads == 1) {  // host: every column at once (host_dense.hpp)
+        host_delta_readout(s, n, [&](int j, const float* o) {
           for (int c = 0; c < kTileCols; ++c) m.out.write(t0 + c0 + j, ocol + c, o[c]);
-        }
+        });
         if (record) write_u_records(s, int(it.ring_row), c0, n, kh, g, tile);
       } else if (rank < kTileCols) {  // a thread per column
         const int row = static_cast<int>(it.ring_row);
