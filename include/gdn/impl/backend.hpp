@@ -15,6 +15,7 @@
 #include <Kokkos_Core.hpp>
 
 #include <cstdint>
+#include <cstring>
 
 #if defined(__CUDA_ARCH__)
 #define GDN_UNROLL _Pragma("unroll")
@@ -183,8 +184,7 @@ KOKKOS_FORCEINLINE_FUNCTION void async_copy(void* scratch_dst, const void* src) 
                  : "memory");
   }
 #else
-  for (int b = 0; b < Bytes; ++b)
-    static_cast<char*>(scratch_dst)[b] = static_cast<const char*>(src)[b];
+  std::memcpy(scratch_dst, src, Bytes);
 #endif
 }
 

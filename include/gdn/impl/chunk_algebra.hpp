@@ -322,6 +322,19 @@ KOKKOS_FORCEINLINE_FUNCTION void fold_fragment(float (&st)[Rows][Cols], int lane
   }
 }
 
+/// `N` consecutive floats of team scratch (16-byte aligned) in load4 steps.
+template <int N>
+KOKKOS_FORCEINLINE_FUNCTION void load_scratch(const float* p, float (&d)[N]) {
+  static_assert(N % 4 == 0, "whole 16-byte words");
+  GDN_UNROLL
+  for (int i = 0; i < N; i += 4) {
+    float t[4];
+    load4(p + i, t);
+    GDN_UNROLL
+    for (int e = 0; e < 4; ++e) d[i + e] = t[e];
+  }
+}
+
 /// Step 4 on a block of `Rows` x `Cols` state values held by one thread
 /// (rows `k` .. of the staged keys, columns `u` .. of the staged delta
 /// factors): records j = 0 .. n-1 in order, each swept over the whole block
@@ -335,20 +348,8 @@ KOKKOS_FORCEINLINE_FUNCTION void fold_block(float (&st)[Rows][Cols], int n, cons
   for (int j = 0; j < n; ++j) {
     const float aj = a[j];
     float uj[Cols], kr[Rows];
-    GDN_UNROLL
-    for (int c = 0; c < Cols; c += 4) {
-      float t[4];
-      load4(u + j * u_stride + c, t);
-      GDN_UNROLL
-      for (int e = 0; e < 4; ++e) uj[c + e] = t[e];
-    }
-    GDN_UNROLL
-    for (int i = 0; i < Rows; i += 4) {
-      float t[4];
-      load4(k + j * k_stride + i, t);
-      GDN_UNROLL
-      for (int e = 0; e < 4; ++e) kr[i + e] = t[e];
-    }
+    load_scratch(u + j * u_stride, uj);
+    load_scratch(k + j * k_stride, kr);
     GDN_UNROLL
     for (int i = 0; i < Rows; ++i) {
       GDN_UNROLL

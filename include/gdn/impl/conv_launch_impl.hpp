@@ -241,16 +241,7 @@ void ConvFoldLauncher<ExecSpace, T>::check(const ExecSpace& space, const HeadCon
   check_heads(c, cfg);
   const std::size_t layers = state_rows.extent(0);
   const std::size_t batch = num_accepted.extent(0);
-  if (!(state_rows.extent(1) == batch)) {
-    c.fail("state_rows", "shape [L, B] with B = num_accepted.extent(0) = " + to_str(batch),
-           "shape " + extents_str(state_rows));
-  }
-  if (!(ring_rows.extent(0) == layers && ring_rows.extent(1) == batch)) {
-    c.fail(
-        "ring_rows",
-        "shape [L, B] = [" + to_str(layers) + ", " + to_str(batch) + "] (the shape of state_rows)",
-        "shape " + extents_str(ring_rows));
-  }
+  check_fold_tables(c, state_rows, ring_rows, num_accepted);
   const bool any = layers * batch > 0;
   const long cd = cfg.conv_dim();
   const long width = static_cast<long>(conv.conv_state.extent(2)) + 1;

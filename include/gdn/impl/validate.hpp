@@ -82,6 +82,24 @@ inline void check_heads(const ArgCheck& c, const HeadConfig& cfg) {
 /// The work items of one launch (B x value heads x column tiles, times the
 /// layers in the fold): at most INT_MAX / 2, so that the kernels' `item +
 /// stride` (an item below the count plus at most the count) stays an int.
+/// The fold's tables: state_rows and ring_rows [L, B] with B = num_accepted.extent(0).
+template <class Table, class Index>
+void check_fold_tables(const ArgCheck& c, const Table& state_rows, const Table& ring_rows,
+                       const Index& num_accepted) {
+  const std::size_t layers = state_rows.extent(0);
+  const std::size_t batch = num_accepted.extent(0);
+  if (!(state_rows.extent(1) == batch)) {
+    c.fail("state_rows", "shape [L, B] with B = num_accepted.extent(0) = " + to_str(batch),
+           "shape " + extents_str(state_rows));
+  }
+  if (!(ring_rows.extent(0) == layers && ring_rows.extent(1) == batch)) {
+    c.fail(
+        "ring_rows",
+        "shape [L, B] = [" + to_str(layers) + ", " + to_str(batch) + "] (the shape of state_rows)",
+        "shape " + extents_str(ring_rows));
+  }
+}
+
 inline void check_league(const ArgCheck& c, const char* argument, long long league) {
   if (!(league <= INT_MAX / 2)) {
     c.fail(argument,
