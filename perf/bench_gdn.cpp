@@ -21,15 +21,14 @@
 //                                           decay and beta given. Input variants run at
 //                                           D = 128, bf16 state, T in {1, 4, 16} (fwd,
 //                                           verify) and for two prompt sizes (prefill).
-//   conv_fwd/D128/act:<a>/B:<b>/T:<t>       conv1d_fwd (W = 4, with bias, float out) over
+//   conv_fwd/D128/act:<a>/B:<b>/T:<t>       conv1d_fwd (W = 4, with bias, out of type <a>) over
 //                                           B rows of T tokens, conv state committed
 //   conv_verify/D128/act:<a>/B:<b>/T:<t>    conv1d_verify_ring, RING_LEN = T: the window's
 //                                           inputs recorded, conv state read only
-//   conv_fold/D128/act:<a>/L:<l>/B:<b>/T:<t>
-//                                           state_fold's conv part alone (one launch of
-//                                           gdn::Impl::ConvFoldLauncher, L = 1 and 36),
-//                                           n = T accepted; the recurrent fold's cost is
-//                                           the fold case of the same shape
+//   fold/D128/.../conv                      the fold with the conv pools too (ConvFold of
+//                                           the state's type, W = 4): one launch for both,
+//                                           L = 1 and 36, T in {1, 4, 16}; bytes add the
+//                                           conv states' W-1 inputs read and written
 //   conv_prefill/D128/act:<a>/B:<b>/T:<t>   conv1d_fwd over the prefill shapes
 //   (conv cases: conv_dim = 8192 at D128, activations <a> float or bf16, T in {1, 4, 16};
 //   bytes: qkv read, out written, conv state read (and written), conv ring written or
@@ -260,7 +259,7 @@ Table make_table(int rows, int cols) {  // entry (l, b) = l * cols + b
 
 // ---------------------------------------------------------------------------
 // One case: its shape, the bytes and flops it must move and compute, its buffers' size.
-enum class Kernel { Fwd, Verify, Fold, Prefill, ConvFwd, ConvVerify, ConvFold, ConvPrefill };
+enum class Kernel { Fwd, Verify, Fold, Prefill, ConvFwd, ConvVerify, ConvPrefill };
 constexpr int kConvWidth = 4;  // Qwen3-Next's conv kernel width
 
 struct Case {
@@ -273,6 +272,7 @@ struct Case {
   int layers = 1;          // fold only
   bool bf16_act = false;   // fwd, verify, prefill: bf16 activations
   bool raw_gates = false;  // fwd, verify, prefill: GateInputs
+  bool conv_pools = false;  // fold: the conv pools too (ConvFold of the state's type)
 
   gdn::HeadConfig cfg() const { return gdn::HeadConfig{kNumKeyHeads, kNumValueHeads, dim, dim}; }
   double state_row_bytes() const {
@@ -294,9 +294,9 @@ struct Case {
   double records() const { return double(layers) * batch * window * kNumKeyHeads; }
   bool conv() const {
     return kernel == Kernel::ConvFwd || kernel == Kernel::ConvVerify ||
-           kernel == Kernel::ConvFold || kernel == Kernel::ConvPrefill;
+           kernel == Kernel::ConvPrefill;
   }
-  double act_bytes() const { return bf16_state ? 2.0 : 4.0; }  // conv activations
+  double act_bytes() const { return bf16_state ? 2.0 : 4.0; }  // conv activations and pools
   double conv_dim() const { return double(cfg().conv_dim()); }
   double conv_state_row_bytes() const { return conv_dim() * (kConvWidth - 1) * act_bytes(); }
 
@@ -307,12 +307,10 @@ struct Case {
                     : kernel == Kernel::Fold        ? "fold"
                     : kernel == Kernel::ConvFwd     ? "conv_fwd"
                     : kernel == Kernel::ConvVerify  ? "conv_verify"
-                    : kernel == Kernel::ConvPrefill ? "conv_prefill"
-                                                    : "conv_fold";
+                                                    : "conv_prefill";
     if (conv()) {
       std::string n = std::string(k) + "/D" + std::to_string(dim) +
                       "/act:" + (bf16_state ? "bf16" : "float");
-      if (kernel == Kernel::ConvFold) n += "/L:" + std::to_string(layers);
       return n + "/B:" + std::to_string(batch) + "/T:" + std::to_string(window);
     }
     std::string n =
@@ -321,12 +319,13 @@ struct Case {
     n += "/B:" + std::to_string(batch) + "/T:" + std::to_string(window);
     if (bf16_act) n += "/act:bf16";
     if (raw_gates) n += "/gates:raw";
+    if (conv_pools) n += "/conv";
     return n;
   }
 
   double min_bytes() const {
     const double idx = 4.0;
-    const double conv_tokens = tokens() * conv_dim() * (act_bytes() + 4.0);  // qkv in, out
+    const double conv_tokens = tokens() * conv_dim() * 2.0 * act_bytes();  // qkv in, out
     const double weights = conv_dim() * (kConvWidth + 1) * 4.0;
     switch (kernel) {
       case Kernel::ConvFwd:  // conv state read + written
@@ -336,8 +335,6 @@ struct Case {
       case Kernel::ConvVerify:  // conv state read, the window's inputs recorded
         return conv_tokens + weights + batch * conv_state_row_bytes() +
                tokens() * conv_dim() * act_bytes() + idx * (3.0 * batch + 1);
-      case Kernel::ConvFold:  // W-1 inputs (ring, and the old row when n < W-1) read, W-1 written
-        return 2.0 * layers * batch * conv_state_row_bytes() + idx * (2.0 * layers * batch + batch);
       case Kernel::Fwd:  // state read + written, tokens, offsets + slots
       case Kernel::Prefill:
         return 2.0 * batch * state_row_bytes() + tokens() * token_bytes() + gate_param_bytes() +
@@ -345,15 +342,15 @@ struct Case {
       case Kernel::Verify:  // state read, tokens, records written, offsets + slots + ring slots
         return batch * state_row_bytes() + tokens() * token_bytes() + gate_param_bytes() +
                records() * record_elements() * 4.0 + idx * (3.0 * batch + 1);
-      case Kernel::Fold:  // state read + written, records read, two tables + num_accepted
-      default:
+      case Kernel::Fold:  // state read + written, records read, two tables + num_accepted;
+      default:            // conv pools: W-1 inputs read (ring, or the old row), W-1 written
         return 2.0 * layers * batch * state_row_bytes() + records() * record_elements() * 4.0 +
+               (conv_pools ? 2.0 * layers * batch * conv_state_row_bytes() : 0.0) +
                idx * (2.0 * layers * batch + batch);
     }
   }
   double flops() const {
     const double per_head = double(dim) * dim;
-    if (kernel == Kernel::ConvFold) return 0.0;
     if (conv()) return tokens() * conv_dim() * 2.0 * kConvWidth;
     if (kernel == Kernel::Fold)
       return double(layers) * batch * window * kNumValueHeads * 3.0 * per_head;
@@ -366,12 +363,10 @@ struct Case {
     switch (kernel) {
       case Kernel::ConvFwd:
       case Kernel::ConvPrefill:
-        return batch * conv_state_row_bytes() + tokens() * conv_dim() * (act_bytes() + 4.0);
+        return batch * conv_state_row_bytes() + tokens() * conv_dim() * 2.0 * act_bytes();
       case Kernel::ConvVerify:
-        return batch * conv_state_row_bytes() + tokens() * conv_dim() * (act_bytes() + 4.0) +
+        return batch * conv_state_row_bytes() + tokens() * conv_dim() * 2.0 * act_bytes() +
                conv_ring;
-      case Kernel::ConvFold:
-        return layers * batch * conv_state_row_bytes() + conv_ring;
       case Kernel::Fwd:
       case Kernel::Prefill:
         return batch * state_row_bytes() + tokens() * token_bytes();
@@ -379,7 +374,8 @@ struct Case {
         return batch * state_row_bytes() + tokens() * token_bytes() + ring;
       case Kernel::Fold:
       default:
-        return double(layers) * batch * state_row_bytes() + ring;
+        return double(layers) * batch * state_row_bytes() + ring +
+               (conv_pools ? layers * batch * conv_state_row_bytes() + conv_ring : 0.0);
     }
   }
 };
@@ -582,17 +578,34 @@ void run_fold(benchmark::State& st, const Case& c, const Settings& s) {
   const Table ring_rows = make_table(c.layers, c.batch);   // [L, B]
   const Index accepted =
       make_index(std::vector<std::uint32_t>(c.batch, static_cast<std::uint32_t>(c.window)));
+  // The conv pools (conv_pools): [L*B, conv_dim, W-1] and [L*B, RING_LEN = T, conv_dim].
+  using ConvPool = Kokkos::View<StateT***, Kokkos::LayoutRight, Mem>;
+  const std::size_t conv_rows = c.conv_pools ? rows : 0;
+  ConvPool conv_state(Kokkos::view_alloc("gdn_bench::conv_state", Kokkos::WithoutInitializing),
+                      conv_rows, cfg.conv_dim(), kConvWidth - 1);
+  ConvPool conv_ring(Kokkos::view_alloc("gdn_bench::conv_ring", Kokkos::WithoutInitializing),
+                     conv_rows, c.window, cfg.conv_dim());
+  fill_uniform(conv_state.data(), conv_state.size(), -1.0f, 1.0f, 51);
+  fill_uniform(conv_ring.data(), conv_ring.size(), -1.0f, 1.0f, 52);
+  const gdn::ConvFold<Mem, StateT> conv{conv_state, conv_ring};
   Exec space;
   space.fence();
   Timing t;
   for (auto _ : st) {
-    t = time_calls(
-        s, [&] { gdn::state_fold(space, cfg, state_rows, state, ring_rows, ring, accepted); });
+    t = time_calls(s, [&] {
+      if (c.conv_pools) {
+        gdn::state_fold(space, cfg, state_rows, state, ring_rows, ring, accepted, conv);
+      } else {
+        gdn::state_fold(space, cfg, state_rows, state, ring_rows, ring, accepted);
+      }
+    });
     st.SetIterationTime(t.median);
   }
   report(st, c, s, t);
-  const long bad = count_non_finite(state.data(), state.size());
+  long bad = count_non_finite(state.data(), state.size());
   if (bad) st.SkipWithError(non_finite_message(bad, "state").c_str());
+  if ((bad = count_non_finite(conv_state.data(), conv_state.size())) != 0)
+    st.SkipWithError(non_finite_message(bad, "conv state").c_str());
 }
 
 template <class StateT>
@@ -601,7 +614,7 @@ void run_recurrence_act(benchmark::State& st, const Case& c, const Settings& s) 
              : run_recurrence<StateT, float>(st, c, s);
 }
 
-// The conv cases: activations of type A, float out, W = 4 with bias.
+// The conv cases: activations and out of type A, W = 4 with bias.
 template <class A>
 void run_conv(benchmark::State& st, const Case& c, const Settings& s) {
   using Act = Kokkos::View<A**, Kokkos::LayoutRight, Mem>;
@@ -615,55 +628,38 @@ void run_conv(benchmark::State& st, const Case& c, const Settings& s) {
   };
   ConvPool state(no_init("gdn_bench::conv_state"), rows, C, K);  // [L*B, conv_dim, W-1]
   fill_uniform(state.data(), state.size(), -1.0f, 1.0f, 51);
-  ConvPool ring(no_init("gdn_bench::conv_ring"), c.kernel == Kernel::ConvFwd ||
-                                                     c.kernel == Kernel::ConvPrefill ? 0 : rows,
-                c.window, C);  // [L*B, RING_LEN = T, conv_dim]
+  ConvPool ring(no_init("gdn_bench::conv_ring"), c.kernel == Kernel::ConvVerify ? rows : 0,
+                c.window, C);  // [B, RING_LEN = T, conv_dim]
   fill_uniform(ring.data(), ring.size(), -1.0f, 1.0f, 52);
   Exec space;
   Timing t;
-  Kokkos::View<float**, Kokkos::LayoutRight, Mem> out;
-  if (c.kernel == Kernel::ConvFold) {
-    const Table state_rows = make_table(c.layers, c.batch);  // [L, B]
-    const Table ring_rows = make_table(c.layers, c.batch);   // [L, B]
-    const Index accepted =
-        make_index(std::vector<std::uint32_t>(c.batch, static_cast<std::uint32_t>(c.window)));
-    const gdn::ConvFold<Mem, A> conv{state, ring};
-    space.fence();
-    for (auto _ : st) {
-      t = time_calls(s, [&] {
-        gdn::Impl::ConvFoldLauncher<Exec, A>::launch(space, cfg, state_rows, ring_rows, accepted,
-                                                     conv);
-      });
-      st.SetIterationTime(t.median);
+  Kokkos::View<A**, Kokkos::LayoutRight, Mem> out;
+  Act qkv(no_init("gdn_bench::conv_qkv"), tokens, C);  // [tokens, conv_dim]
+  fill_uniform(qkv.data(), qkv.size(), -1.0f, 1.0f, 53);
+  out = decltype(out)(no_init("gdn_bench::conv_out"), tokens, C);  // [tokens, conv_dim]
+  fill_uniform(out.data(), out.size(), -1.0f, 1.0f, 54);           // first touch
+  Matrix weight(no_init("gdn_bench::conv_weight"), C, kConvWidth);  // [conv_dim, W]
+  fill_uniform(weight.data(), weight.size(), -0.5f, 0.5f, 55);
+  Kokkos::View<float*, Mem> bias(no_init("gdn_bench::conv_bias"), C);  // [conv_dim]
+  fill_uniform(bias.data(), bias.size(), -0.2f, 0.2f, 56);
+  std::vector<std::uint32_t> off(c.batch + 1), sl(c.batch);
+  for (int b = 0; b <= c.batch; ++b) off[b] = static_cast<std::uint32_t>(b * c.window);
+  for (int b = 0; b < c.batch; ++b) sl[b] = static_cast<std::uint32_t>(b);
+  const Index offsets = make_index(off), slots = make_index(sl);
+  gdn::ConvInputs<Mem, A> in;
+  in.qkv = qkv;
+  in.weight = weight;
+  in.bias = bias;
+  in.row_offsets = offsets;
+  space.fence();
+  for (auto _ : st) {
+    if (c.kernel == Kernel::ConvVerify) {
+      t = time_calls(s,
+                     [&] { gdn::conv1d_verify_ring(space, cfg, in, slots, state, out, slots, ring); });
+    } else {
+      t = time_calls(s, [&] { gdn::conv1d_fwd(space, cfg, in, slots, state, out); });
     }
-  } else {
-    Act qkv(no_init("gdn_bench::conv_qkv"), tokens, C);  // [tokens, conv_dim]
-    fill_uniform(qkv.data(), qkv.size(), -1.0f, 1.0f, 53);
-    out = decltype(out)(no_init("gdn_bench::conv_out"), tokens, C);  // [tokens, conv_dim]
-    fill_uniform(out.data(), out.size(), -1.0f, 1.0f, 54);           // first touch
-    Matrix weight(no_init("gdn_bench::conv_weight"), C, kConvWidth);  // [conv_dim, W]
-    fill_uniform(weight.data(), weight.size(), -0.5f, 0.5f, 55);
-    Kokkos::View<float*, Mem> bias(no_init("gdn_bench::conv_bias"), C);  // [conv_dim]
-    fill_uniform(bias.data(), bias.size(), -0.2f, 0.2f, 56);
-    std::vector<std::uint32_t> off(c.batch + 1), sl(c.batch);
-    for (int b = 0; b <= c.batch; ++b) off[b] = static_cast<std::uint32_t>(b * c.window);
-    for (int b = 0; b < c.batch; ++b) sl[b] = static_cast<std::uint32_t>(b);
-    const Index offsets = make_index(off), slots = make_index(sl);
-    gdn::ConvInputs<Mem, A> in;
-    in.qkv = qkv;
-    in.weight = weight;
-    in.bias = bias;
-    in.row_offsets = offsets;
-    space.fence();
-    for (auto _ : st) {
-      if (c.kernel == Kernel::ConvVerify) {
-        t = time_calls(s,
-                       [&] { gdn::conv1d_verify_ring(space, cfg, in, slots, state, out, slots, ring); });
-      } else {
-        t = time_calls(s, [&] { gdn::conv1d_fwd(space, cfg, in, slots, state, out); });
-      }
-      st.SetIterationTime(t.median);
-    }
+    st.SetIterationTime(t.median);
   }
   report(st, c, s, t);
   long bad = count_non_finite(state.data(), state.size());
@@ -766,21 +762,32 @@ void register_cases(const Settings& s) {
     }
   }
   // The conv1d in front of the recurrence: D = 128 (conv_dim 8192), W = 4.
-  const Variant conv_variants[] = {{Kernel::ConvFwd, 1},
-                                   {Kernel::ConvVerify, 1},
-                                   {Kernel::ConvFold, 1},
-                                   {Kernel::ConvFold, kModelLayers}};
-  for (const Variant& v : conv_variants)
+  for (Kernel kernel : {Kernel::ConvFwd, Kernel::ConvVerify})
     for (bool bf16_act : {false, true})
       for (int batch : batches)
         for (int window : {1, 4, 16}) {
           if (batch > s.max_batch) continue;
           Case c;
-          c.kernel = v.kernel;
-          c.layers = v.layers;
+          c.kernel = kernel;
           c.bf16_state = bf16_act;
           c.batch = batch;
           c.window = window;
+          add(c);
+        }
+  // The fold with the conv pools (of the state's type), D = 128: against the fold cases above.
+  for (int layers : {1, kModelLayers})
+    for (bool bf16_state : {false, true})
+      for (int batch : batches)
+        for (int window : {1, 4, 16}) {
+          if (batch > s.max_batch) continue;
+          Case c;
+          c.kernel = Kernel::Fold;
+          c.layers = layers;
+          c.bf16_state = bf16_state;
+          c.batch = batch;
+          c.window = window;
+          c.record_align = s.record_align;
+          c.conv_pools = true;
           add(c);
         }
   for (bool bf16_act : {false, true})

@@ -4,6 +4,7 @@
 // conv feeding the recurrence, edge cases and bad input.
 #include <cmath>
 #include <functional>
+#include <string>
 #include <type_traits>
 
 #include "reference/conv_reference.hpp"
@@ -653,14 +654,17 @@ void every_acceptance(int width, std::uint64_t seed) {
   cy.ring_len = 6;
   cy.lens = {6, 6, 5, 1, 0, 2, 9};  // 9 > RING_LEN: committed by verify
   cy.seed = seed;
-  for (std::uint32_t n = 0; n <= 7; ++n) {
-    SCOPED_TRACE("n=" + std::to_string(n));
-    cy.accepted.clear();
-    for (int b = 0; b < int(cy.lens.size()); ++b) {
-      const std::uint32_t len = std::uint32_t(cy.lens[b]);
-      cy.accepted.push_back(len > 6u ? (n % 2 ? 0u : 100u) : (n > 6u ? n : std::min(n, len)));
+  for (int pad : {3, 0}) {  // conv ring rows: one channel at a time in the fold, 16-byte groups
+    cy.ring_pad = pad;
+    for (std::uint32_t n = 0; n <= 7; ++n) {
+      SCOPED_TRACE("ring_pad=" + std::to_string(pad) + " n=" + std::to_string(n));
+      cy.accepted.clear();
+      for (int b = 0; b < int(cy.lens.size()); ++b) {
+        const std::uint32_t len = std::uint32_t(cy.lens[b]);
+        cy.accepted.push_back(len > 6u ? (n % 2 ? 0u : 100u) : (n > 6u ? n : std::min(n, len)));
+      }
+      run_conv_cycle<T, Y>(cy);
     }
-    run_conv_cycle<T, Y>(cy);
   }
 }
 
@@ -731,6 +735,54 @@ TEST(ConvFold, SkipsZeroAndOverlongAcceptance) {
   EXPECT_FALSE(same_bits(std::vector<float>(f0.begin() + row, f0.begin() + 2 * row),
                          std::vector<float>(f1.begin() + row, f1.begin() + 2 * row)))
       << "n == 1 must shift a (NaN) ring input into row 1";
+}
+
+// Conv channels past one work item of the fold kernel (640 channels, the
+// second item partly filled on CUDA), with conv rings whose rows do and do
+// not allow 16-byte groups of channels.
+TEST(ConvFold, ChannelsPastOneFoldItem) {
+  ConvCycle cy;
+  cy.cfg = heads(2, 6, 64);
+  cy.layers = 2;
+  cy.lens = {5, 3, 6};
+  cy.accepted = {5, 1, 2};
+  cy.seed = 19;
+  for (int pad : {3, 0, 8}) {  // 0 and 8: 16-byte groups of channels in the fold; 3: one at a time
+    cy.ring_pad = pad;
+    run_conv_cycle<float, float>(cy);
+    run_conv_cycle<gdn::bf16, gdn::bf16>(cy);
+  }
+}
+
+// The kernels gdn launches (Kokkos Tools' begin-parallel-for callback).
+std::vector<std::string>* g_launches = nullptr;
+void record_launch(const char* name, std::uint32_t, std::uint64_t* id) {
+  *id = 0;
+  if (g_launches && std::string(name).rfind("gdn::", 0) == 0) g_launches->push_back(name);
+}
+
+// Both pools of every layer are folded by one launch.
+TEST(ConvFold, OneLaunchForBothPools) {
+  const ExecSpace space;
+  const auto cfg = heads(2, 4, 64);
+  const int ring_len = 4, C = int(cfg.conv_dim());
+  auto S = make_state<float>(4, cfg, 9);
+  const auto ring = make_ring<float>(4, cfg, ring_len, int(gdn::ring_record_elements(64, 64, 2)));
+  auto Cs = make_conv_state<float>(4, C, 4, 10);
+  const auto conv_ring = make_conv_ring<float>(4, ring_len, C);
+  const auto srows = to_device(2, 2, {0, 1, 2, 3}), rrows = to_device(2, 2, {3, 2, 1, 0});
+  const auto accepted = to_device({2u, 4u});
+  std::vector<std::string> names;
+  space.fence();
+  g_launches = &names;
+  Kokkos::Tools::Experimental::set_begin_parallel_for_callback(record_launch);
+  gdn::state_fold(space, cfg, srows, S, rrows, ring, accepted,
+                  gdn::ConvFold<Mem, float>{Cs, conv_ring});
+  Kokkos::Tools::Experimental::set_begin_parallel_for_callback(nullptr);
+  g_launches = nullptr;
+  space.fence();
+  ASSERT_EQ(names.size(), 1u);
+  EXPECT_EQ(names[0], "gdn::state_fold::kernel");
 }
 
 // ---------------------------------------------------------------------------

@@ -4,12 +4,11 @@
 /// \file state_fold.hpp
 /// \brief `gdn::state_fold`: commit the accepted prefix of the ring, every layer in one launch.
 ///
-/// The kernel itself is in impl/fold_kernel.hpp; the conv state's fold (the
-/// overload with a `ConvFold`) is in impl/conv_kernel.hpp.
+/// The kernel is in impl/fold_kernel.hpp; it also folds the conv states (the
+/// overload with a `ConvFold`), in the same launch.
 
 #include <gdn/config.hpp>
 #include <gdn/conv_inputs.hpp>
-#include <gdn/impl/conv_launch.hpp>
 #include <gdn/impl/eti.hpp>
 #include <gdn/impl/launch.hpp>
 #include <gdn/impl/profiling.hpp>
@@ -22,6 +21,51 @@
 #include <type_traits>
 
 namespace gdn {
+
+namespace Impl {
+
+/// Both overloads of `gdn::state_fold`: the view type checks, then one launch
+/// (with the conv pools `conv`, or none).
+template <class ExecSpace, class StateRowsView, class StateView, class RingRowsView, class RingView,
+          class AcceptedView>
+void state_fold_impl(const ExecSpace& space, const HeadConfig& cfg, const StateRowsView& state_rows,
+                     const StateView& state, const RingRowsView& ring_rows, const RingView& ring,
+                     const AcceptedView& num_accepted,
+                     const ConvFoldWords<typename ExecSpace::memory_space>& conv) {
+  using M = typename ExecSpace::memory_space;
+  static_assert(Kokkos::is_execution_space<ExecSpace>::value,
+                "gdn::state_fold: the first argument must be a Kokkos execution space instance");
+  GDN_IMPL_STATIC_ASSERT_INDEX_VIEW("gdn::state_fold", "state_rows", 2, "[L, B]", ExecSpace,
+                                    StateRowsView);
+  GDN_IMPL_STATIC_ASSERT_INDEX_VIEW("gdn::state_fold", "ring_rows", 2, "[L, B]", ExecSpace,
+                                    RingRowsView);
+  GDN_IMPL_STATIC_ASSERT_INDEX_VIEW("gdn::state_fold", "num_accepted", 1, "[B]", ExecSpace,
+                                    AcceptedView);
+  static_assert(Kokkos::is_view<StateView>::value, "gdn::state_fold: state must be a Kokkos::View");
+  using SP = PoolViewTraits<ExecSpace, StateView>;
+  static_assert(SP::rank_ok, "gdn::state_fold: state must have rank 4 [slots, nv, Dk, Dv]");
+  static_assert(SP::type_ok, "gdn::state_fold: state value type must be float or gdn::bf16");
+  static_assert(!std::is_const<typename StateView::value_type>::value,
+                "gdn::state_fold: state is written and must not be const");
+  static_assert(SP::layout_ok, "gdn::state_fold: state must be LayoutRight (a dense pool)");
+  static_assert(SP::space_ok, "gdn::state_fold: state must live in ExecSpace::memory_space");
+  static_assert(Kokkos::is_view<RingView>::value, "gdn::state_fold: ring must be a Kokkos::View");
+  using RP = PoolViewTraits<ExecSpace, RingView>;
+  static_assert(RP::rank_ok,
+                "gdn::state_fold: ring must have rank 4 [ring_rows, nk, RING_LEN, record_stride]");
+  static_assert(RP::type_ok, "gdn::state_fold: ring value type must be float or gdn::bf16");
+  static_assert(RP::layout_ok, "gdn::state_fold: ring must be LayoutRight");
+  static_assert(RP::space_ok, "gdn::state_fold: ring must live in ExecSpace::memory_space");
+  ScopedRegion region("gdn::state_fold");
+  using StateT = typename SP::value_type;
+  using RingT = typename RP::value_type;
+  FoldLauncher<ExecSpace, StateT, RingT>::fold(
+      space, cfg, IndexTable<M>(state_rows), PoolView<StateT, M>(state),
+      IndexTable<M>(ring_rows), Kokkos::View<const RingT****, Kokkos::LayoutRight, M>(ring),
+      IndexView<M>(num_accepted), conv);
+}
+
+}  // namespace Impl
 
 /// \brief Fold the first `num_accepted[b]` ring records into the state, for L layers at once.
 ///
@@ -52,49 +96,21 @@ template <class ExecSpace, class StateRowsView, class StateView, class RingRowsV
 void state_fold(const ExecSpace& space, const HeadConfig& cfg, const StateRowsView& state_rows,
                 const StateView& state, const RingRowsView& ring_rows, const RingView& ring,
                 const AcceptedView& num_accepted) {
-  using M = typename ExecSpace::memory_space;
-  static_assert(Kokkos::is_execution_space<ExecSpace>::value,
-                "gdn::state_fold: the first argument must be a Kokkos execution space instance");
-  GDN_IMPL_STATIC_ASSERT_INDEX_VIEW("gdn::state_fold", "state_rows", 2, "[L, B]", ExecSpace,
-                                    StateRowsView);
-  GDN_IMPL_STATIC_ASSERT_INDEX_VIEW("gdn::state_fold", "ring_rows", 2, "[L, B]", ExecSpace,
-                                    RingRowsView);
-  GDN_IMPL_STATIC_ASSERT_INDEX_VIEW("gdn::state_fold", "num_accepted", 1, "[B]", ExecSpace,
-                                    AcceptedView);
-  static_assert(Kokkos::is_view<StateView>::value, "gdn::state_fold: state must be a Kokkos::View");
-  using SP = Impl::PoolViewTraits<ExecSpace, StateView>;
-  static_assert(SP::rank_ok, "gdn::state_fold: state must have rank 4 [slots, nv, Dk, Dv]");
-  static_assert(SP::type_ok, "gdn::state_fold: state value type must be float or gdn::bf16");
-  static_assert(!std::is_const<typename StateView::value_type>::value,
-                "gdn::state_fold: state is written and must not be const");
-  static_assert(SP::layout_ok, "gdn::state_fold: state must be LayoutRight (a dense pool)");
-  static_assert(SP::space_ok, "gdn::state_fold: state must live in ExecSpace::memory_space");
-  static_assert(Kokkos::is_view<RingView>::value, "gdn::state_fold: ring must be a Kokkos::View");
-  using RP = Impl::PoolViewTraits<ExecSpace, RingView>;
-  static_assert(RP::rank_ok,
-                "gdn::state_fold: ring must have rank 4 [ring_rows, nk, RING_LEN, record_stride]");
-  static_assert(RP::type_ok, "gdn::state_fold: ring value type must be float or gdn::bf16");
-  static_assert(RP::layout_ok, "gdn::state_fold: ring must be LayoutRight");
-  static_assert(RP::space_ok, "gdn::state_fold: ring must live in ExecSpace::memory_space");
-  Impl::ScopedRegion region("gdn::state_fold");
-  using StateT = typename SP::value_type;
-  using RingT = typename RP::value_type;
-  Impl::FoldLauncher<ExecSpace, StateT, RingT>::fold(
-      space, cfg, Impl::IndexTable<M>(state_rows), Impl::PoolView<StateT, M>(state),
-      Impl::IndexTable<M>(ring_rows), Kokkos::View<const RingT****, Kokkos::LayoutRight, M>(ring),
-      Impl::IndexView<M>(num_accepted));
+  Impl::state_fold_impl(space, cfg, state_rows, state, ring_rows, ring, num_accepted,
+                        Impl::ConvFoldWords<typename ExecSpace::memory_space>());
 }
 
-/// \brief The fold above, and in the same call the fold of the conv states.
+/// \brief The fold above, and in the same launch the fold of the conv states.
 ///
-/// First folds the recurrent state exactly as the overload without `conv`;
-/// then, for layer l and sequence b with `0 < n = num_accepted[b] <= RING_LEN`,
+/// Folds the recurrent state exactly as the overload without `conv`, and,
+/// for layer l and sequence b with `0 < n = num_accepted[b] <= RING_LEN`,
 /// sets conv state row `state_rows(l, b)` of `conv.conv_state` to the last W-1
 /// inputs of (that row, `conv.conv_ring(ring_rows(l, b), 0 .. n-1, :)`), the
 /// pre-conv inputs `conv1d_verify_ring` recorded: bit-identical to
 /// `conv1d_fwd` over the first n tokens from the same conv state. Rows with
-/// n == 0 or n > RING_LEN are not touched, in either pool. Every argument of
-/// both folds is validated before either is launched. Non-blocking.
+/// n == 0 or n > RING_LEN are not touched, in either pool. One launch on
+/// `space` for both pools of every layer, after every argument is validated.
+/// Non-blocking.
 ///
 /// \param conv  conv_state [slots, conv_dim, W-1] (W = extent(2) + 1, 2 to 4) and
 ///              conv_ring [ring_rows, RING_LEN, >= conv_dim] (RING_LEN = ring.extent(2)),
@@ -108,23 +124,10 @@ void state_fold(const ExecSpace& space, const HeadConfig& cfg, const StateRowsVi
                 const StateView& state, const RingRowsView& ring_rows, const RingView& ring,
                 const AcceptedView& num_accepted,
                 const ConvFold<typename ExecSpace::memory_space, ConvT>& conv) {
-  using M = typename ExecSpace::memory_space;
   static_assert(Impl::IsStorageType<ConvT>::value,
                 "gdn::state_fold: conv (gdn::ConvFold) value type must be float or gdn::bf16");
-  static_assert(Kokkos::is_view<RingView>::value, "gdn::state_fold: ring must be a Kokkos::View");
-  GDN_IMPL_STATIC_ASSERT_INDEX_VIEW("gdn::state_fold", "state_rows", 2, "[L, B]", ExecSpace,
-                                    StateRowsView);
-  GDN_IMPL_STATIC_ASSERT_INDEX_VIEW("gdn::state_fold", "ring_rows", 2, "[L, B]", ExecSpace,
-                                    RingRowsView);
-  GDN_IMPL_STATIC_ASSERT_INDEX_VIEW("gdn::state_fold", "num_accepted", 1, "[B]", ExecSpace,
-                                    AcceptedView);
-  Impl::ScopedRegion region("gdn::state_fold");
-  const Impl::IndexTable<M> srows(state_rows), rrows(ring_rows);
-  const Impl::IndexView<M> accepted(num_accepted);
-  Impl::ConvFoldLauncher<ExecSpace, ConvT>::check(space, cfg, srows, rrows, accepted,
-                                                  ring.extent(2), conv);
-  state_fold(space, cfg, state_rows, state, ring_rows, ring, num_accepted);
-  Impl::ConvFoldLauncher<ExecSpace, ConvT>::launch(space, cfg, srows, rrows, accepted, conv);
+  Impl::state_fold_impl(space, cfg, state_rows, state, ring_rows, ring, num_accepted,
+                        Impl::ConvFoldWords<typename ExecSpace::memory_space>(conv));
 }
 
 }  // namespace gdn

@@ -14,8 +14,10 @@
 
 #include <Kokkos_Core.hpp>
 
+#include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 
 #if defined(__CUDA_ARCH__)
 #define GDN_UNROLL _Pragma("unroll")
@@ -186,6 +188,25 @@ KOKKOS_FORCEINLINE_FUNCTION void async_copy(void* scratch_dst, const void* src) 
 #else
   std::memcpy(scratch_dst, src, Bytes);
 #endif
+}
+
+/// The alignment of Lanes<T, N>: the largest power of two dividing its
+/// size, at most 16 bytes.
+constexpr std::size_t lanes_align(std::size_t bytes) {
+  return (bytes & (~bytes + 1)) < 16 ? (bytes & (~bytes + 1)) : 16;
+}
+
+/// `N` values of type `T` moved as one aligned word group (16-byte or
+/// narrower vector loads and stores where `N > 1`).
+template <class T, int N>
+struct alignas(lanes_align(N * sizeof(T))) Lanes {
+  T v[N];
+};
+
+/// Loads `N` values from `p` (aligned to the Lanes<T, N> alignment).
+template <int N, class T>
+KOKKOS_FORCEINLINE_FUNCTION Lanes<std::remove_const_t<T>, N> load_lanes(T* p) {
+  return *reinterpret_cast<const Lanes<std::remove_const_t<T>, N>*>(p);
 }
 
 /// Wait until this thread's async_copy copies have landed.

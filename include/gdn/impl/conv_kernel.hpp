@@ -2,60 +2,65 @@
 #define GDN_IMPL_CONV_KERNEL_HPP
 
 /// \file conv_kernel.hpp
-/// \brief The causal depthwise conv1d with SiLU (forward and verify, one
-/// kernel) and the fold of the conv state (its own kernel, launched by
-/// `state_fold` right after the recurrent fold).
+/// \brief The causal depthwise conv1d with SiLU: forward and verify, one
+/// kernel. The conv state's fold is part of the fold kernel (fold_kernel.hpp).
 ///
 /// Conv kernel. Preconditions: validated shapes (conv_launch_impl.hpp);
 /// 2 <= W <= 4; `out` does not overlap `qkv`.
-/// Mapping: one team per (sequence b, group of ConvShape::channels channels,
-/// split s); its threads take the group's channels (consecutive threads,
-/// consecutive channels: a warp's loads and stores of one token row are
-/// contiguous). A sequence is cut into blocks of kConvBlock tokens; team s of
-/// the sequence's `split` teams runs blocks s, s + split, ... in token order,
-/// each thread keeping its channel's last W-1 inputs in registers (a block
-/// loads them from the previous tokens' qkv, block 0 from the conv state).
+/// Mapping: one team per (sequence b, group of kChannels channels, split s).
+/// A thread takes V consecutive channels (V = 16 / sizeof(T) where every
+/// view is aligned for it, conv_vec_ok, else 1) and moves them as one word
+/// group: one 16-byte load per token row, V*(W-1) conv state inputs in
+/// W-1 such words. CUDA: 128 threads, consecutive threads consecutive
+/// groups, so a warp's loads and stores of one token row are contiguous;
+/// host: one thread runs 64 channels in turn. A sequence is cut into blocks
+/// of kConvBlock tokens; team s of the sequence's `split` teams runs blocks
+/// s, s + split, ... in token order, each thread keeping its channels' last
+/// W-1 inputs in registers (a block loads them from the previous tokens'
+/// qkv, block 0 from the conv state); a thread loads kConvStep tokens'
+/// inputs at once before it computes them.
 /// Only the thread of block 0 reads and writes the channel's conv state row,
 /// so the commit (the last W-1 inputs, read from qkv or, for a sequence
 /// shorter than W-1, the old row) races with nothing. `split` is a launch
 /// parameter only: every output is the same expression of its W inputs
 /// (conv_output), whatever team computes it, so the bits do not depend on it.
-///
-/// Fold kernel: one thread per (layer, sequence, channel), channels fastest;
-/// a row with 0 < n <= RING_LEN gets the last W-1 inputs of (old row, conv
-/// ring positions 0 .. n-1), copied as stored: bit-identical to the forward's
-/// commit over those n tokens.
 
 #include <gdn/bf16.hpp>
+#include <gdn/impl/backend.hpp>
 #include <gdn/impl/conv_launch.hpp>
 
 #include <Kokkos_Core.hpp>
 
 #include <cmath>
+#include <cstddef>
 #include <cstdint>
+#include <type_traits>
 
 namespace gdn {
 namespace Impl {
 
 /// Tokens per block of the conv kernel.
 inline constexpr int kConvBlock = 16;
+/// Tokens a thread loads at once, before it computes their outputs.
+inline constexpr int kConvStep = 4;
+static_assert(kConvBlock > conv_max_width - 1, "a block's W-1 previous inputs are tokens");
 /// Most teams one sequence's channel group is split over.
 inline constexpr int kConvMaxSplit = 64;
 
-/// Channels per team and threads per team of the conv kernel. Host: one
-/// thread runs the team's channels in turn.
+/// Threads per team of the conv kernel, and channels per team on the host
+/// (one thread runs them in turn).
 template <class ExecSpace>
 struct ConvShape {
-  static constexpr int channels = 64;
   static constexpr int threads = 1;
+  static constexpr int host_channels = 64;
 };
 
 #if defined(KOKKOS_ENABLE_CUDA)
-/// CUDA: 128 threads, one channel each (four warps of 32 consecutive channels).
+/// CUDA: 128 threads, `V` consecutive channels each (four warps).
 template <>
 struct ConvShape<Kokkos::Cuda> {
-  static constexpr int channels = 128;
   static constexpr int threads = 128;
+  static constexpr int host_channels = 0;
 };
 #endif
 
@@ -71,16 +76,19 @@ KOKKOS_FORCEINLINE_FUNCTION float conv_output(const float (&w)[W], const float (
   return acc / (1.0f + expf(-acc));
 }
 
-template <class ExecSpace, class T, class Y, int W, bool Verify>
+template <class ExecSpace, class T, class Y, int W, bool Verify, int V>
 struct ConvKernel {
   using M = typename ExecSpace::memory_space;
   using Shape = ConvShape<ExecSpace>;
   using Policy = Kokkos::TeamPolicy<ExecSpace>;
   using Member = typename Policy::member_type;
   static constexpr int K = W - 1;  // inputs the conv state keeps
+  /// Channels per team: CUDA V a thread, host host_channels.
+  static constexpr int kChannels = Shape::threads > 1 ? Shape::threads * V : Shape::host_channels;
+  static_assert(kChannels % V == 0, "a team's channels are whole groups of V");
 
   ConvParams<T, Y, M> m;
-  int m_groups = 0;  // channel groups: ceil(conv_dim / Shape::channels)
+  int m_groups = 0;  // channel groups: ceil(conv_dim / kChannels)
   int m_split = 1;   // teams per (sequence, channel group)
 
   static long long league(long long batch, int groups, int split) { return batch * groups * split; }
@@ -95,71 +103,94 @@ struct ConvKernel {
     const int blocks = (len + kConvBlock - 1) / kConvBlock;
     if (s >= blocks) return;  // also every team of an empty sequence
     const bool record = Verify && len <= m.ring_len;
-    for (int ch = team.team_rank(); ch < Shape::channels; ch += team.team_size()) {
-      const int c = g * Shape::channels + ch;
-      if (c >= m.conv_dim) break;
-      run_channel(b, c, t0, len, blocks, s, record);
+    for (int ch = V * team.team_rank(); ch < kChannels; ch += V * team.team_size()) {
+      const int c = g * kChannels + ch;
+      if (c >= m.conv_dim) break;  // conv_dim is a multiple of V
+      run_channels(b, c, t0, len, blocks, s, record);
     }
   }
 
-  KOKKOS_INLINE_FUNCTION void run_channel(int b, int c, std::uint32_t t0, int len, int blocks,
-                                          int s, bool record) const {
-    float w[W];
-    for (int j = 0; j < W; ++j) w[j] = m.in.weight(c, j);
-    const float bias = m.has_bias ? m.in.bias(c) : 0.0f;
+  /// Channels c .. c+V-1 of sequence b: every output of the team's blocks,
+  /// and (block 0's thread of a committing row) the conv state's commit.
+  KOKKOS_INLINE_FUNCTION void run_channels(int b, int c, std::uint32_t t0, int len, int blocks,
+                                           int s, bool record) const {
+    float w[V][W];
+    float bias[V];
+    if constexpr (V == 1) {  // any strides
+      for (int j = 0; j < W; ++j) w[0][j] = m.in.weight(c, j);
+      bias[0] = m.has_bias ? m.in.bias(c) : 0.0f;
+    } else {  // rows of W contiguous taps, contiguous bias (ConvParams::vec)
+      const auto wl = load_lanes<V * W>(&m.in.weight(c, 0));  // [V][W]
+      const auto bl = m.has_bias ? load_lanes<V>(&m.in.bias(c)) : Lanes<float, V>{};
+      GDN_UNROLL
+      for (int v = 0; v < V; ++v) {
+        GDN_UNROLL
+        for (int j = 0; j < W; ++j) w[v][j] = wl.v[v * W + j];
+        bias[v] = m.has_bias ? bl.v[v] : 0.0f;
+      }
+    }
     const std::uint32_t slot = m.slots(b);
     const std::uint32_t rslot = record ? m.ring_slots(b) : 0u;
     for (int blk = s; blk < blocks; blk += m_split) {
       const int p0 = blk * kConvBlock;
       const int p1 = p0 + kConvBlock < len ? p0 + kConvBlock : len;
-      float h[W];  // h[0 .. K-1] the K inputs before token p, h[K] token p
-      for (int i = 0; i < K; ++i) {
-        const int pos = p0 - K + i;
-        h[i] = pos >= 0 ? to_float(m.in.qkv(t0 + pos, c)) : to_float(m.state(slot, c, K + pos));
+      float h[V][W] = {};  // h[v][0 .. K-1] the K inputs before token p, h[v][K] token p
+      if (p0 == 0) {  // block 0: the conv state row, [V][K] contiguous
+        const auto st = load_lanes<V * K>(&m.state(slot, c, 0));
+        GDN_UNROLL
+        for (int v = 0; v < V; ++v) {
+          GDN_UNROLL
+          for (int i = 0; i < K; ++i) h[v][i] = to_float(st.v[v * K + i]);
+        }
+      } else {  // the K tokens before the block (p0 >= kConvBlock > K)
+        GDN_UNROLL
+        for (int i = 0; i < K; ++i) {
+          const auto x = load_lanes<V>(&m.in.qkv(t0 + p0 - K + i, c));
+          GDN_UNROLL
+          for (int v = 0; v < V; ++v) h[v][i] = to_float(x.v[v]);
+        }
       }
-      for (int p = p0; p < p1; ++p) {
-        const T x = m.in.qkv(t0 + p, c);
-        h[K] = to_float(x);
-        m.out(t0 + p, c) = from_float<Y>(conv_output<W>(w, h, bias));
-        if (record) m.ring(rslot, p, c) = x;
-        for (int i = 0; i < K; ++i) h[i] = h[i + 1];
+      // kConvStep tokens at a time: their loads first, then their outputs.
+      for (int q = p0; q < p1; q += kConvStep) {
+        Lanes<T, V> x[kConvStep];
+        GDN_UNROLL
+        for (int p = 0; p < kConvStep; ++p) {
+          if (q + p < p1) x[p] = load_lanes<V>(&m.in.qkv(t0 + q + p, c));
+        }
+        GDN_UNROLL
+        for (int p = 0; p < kConvStep; ++p) {
+          if (q + p < p1) {
+            Lanes<Y, V> o;
+            GDN_UNROLL
+            for (int v = 0; v < V; ++v) {
+              h[v][K] = to_float(x[p].v[v]);
+              o.v[v] = from_float<Y>(conv_output<W>(w[v], h[v], bias[v]));
+              GDN_UNROLL
+              for (int i = 0; i < K; ++i) h[v][i] = h[v][i + 1];
+            }
+            *reinterpret_cast<Lanes<Y, V>*>(&m.out(t0 + q + p, c)) = o;
+            if (record) *reinterpret_cast<Lanes<T, V>*>(&m.ring(rslot, q + p, c)) = x[p];
+          }
+        }
       }
     }
     if (s == 0 && !record) {  // commit: the last K inputs of (old row, the sequence)
-      T last[K];
+      Lanes<T, V * K> last;
+      if (len < K) last = load_lanes<V * K>(&m.state(slot, c, 0));
+      GDN_UNROLL
       for (int i = 0; i < K; ++i) {
         const int pos = len - K + i;
-        last[i] = pos >= 0 ? m.in.qkv(t0 + pos, c) : m.state(slot, c, K + pos);
+        if (pos >= 0) {
+          const auto x = load_lanes<V>(&m.in.qkv(t0 + pos, c));
+          GDN_UNROLL
+          for (int v = 0; v < V; ++v) last.v[v * K + i] = x.v[v];
+        } else {
+          GDN_UNROLL
+          for (int v = 0; v < V; ++v) last.v[v * K + i] = last.v[v * K + i + len];
+        }
       }
-      for (int i = 0; i < K; ++i) m.state(slot, c, i) = last[i];
+      *reinterpret_cast<Lanes<T, V * K>*>(&m.state(slot, c, 0)) = last;
     }
-  }
-};
-
-template <class ExecSpace, class T, int W>
-struct ConvFoldKernel {
-  using M = typename ExecSpace::memory_space;
-  using Policy = Kokkos::RangePolicy<ExecSpace, Kokkos::IndexType<std::int64_t>>;
-  static constexpr int K = W - 1;
-
-  ConvFoldParams<T, M> m;
-  int m_batch = 0;
-
-  KOKKOS_INLINE_FUNCTION void operator()(std::int64_t e) const {
-    const int c = static_cast<int>(e % m.conv_dim);
-    const std::int64_t lb = e / m.conv_dim;  // layer * B + b
-    const int b = static_cast<int>(lb % m_batch);
-    const int layer = static_cast<int>(lb / m_batch);
-    const std::uint32_t n = m.num_accepted(b);
-    if (n == 0 || n > static_cast<std::uint32_t>(m.ring_len)) return;
-    const std::uint32_t srow = m.state_rows(layer, b);
-    const std::uint32_t rrow = m.ring_rows(layer, b);
-    T last[K];
-    for (int i = 0; i < K; ++i) {
-      const int pos = static_cast<int>(n) - K + i;
-      last[i] = pos >= 0 ? m.ring(rrow, pos, c) : m.state(srow, c, K + pos);
-    }
-    for (int i = 0; i < K; ++i) m.state(srow, c, i) = last[i];
   }
 };
 

@@ -2,9 +2,9 @@
 #define GDN_IMPL_CONV_LAUNCH_HPP
 
 /// \file conv_launch.hpp
-/// \brief The compiled entry points behind the conv1d calls and the conv part
-/// of `state_fold` (declarations, parameter structs and their explicit
-/// instantiation list).
+/// \brief The compiled entry points behind the conv1d calls (declarations,
+/// parameter structs and their explicit instantiation list). The conv part
+/// of `state_fold` runs in the fold kernel (fold_kernel.hpp).
 ///
 /// Defined in conv_launch_impl.hpp, which only src/ includes, and
 /// instantiated in src/eti_conv_*.cpp for each enabled execution space,
@@ -41,18 +41,6 @@ struct ConvParams {
   bool has_bias = false;
 };
 
-/// Everything the conv fold kernel reads and writes.
-template <class T, class M>
-struct ConvFoldParams {
-  IndexTable<M> state_rows;                               // [L, B]
-  ConvPool<T, M> state;                                   // [slots, conv_dim, W-1]
-  IndexTable<M> ring_rows;                                // [L, B]
-  Kokkos::View<const T***, Kokkos::LayoutRight, M> ring;  // [ring_rows, RING_LEN, conv_dim]
-  IndexView<M> num_accepted;                              // [B]
-  int conv_dim = 0;
-  int ring_len = 0;
-};
-
 /// conv1d_fwd and conv1d_verify_ring for one (execution space, activation type, output type).
 template <class ExecSpace, class T, class Y>
 struct ConvLauncher {
@@ -66,21 +54,6 @@ struct ConvLauncher {
                      const ConvPool<T, M>& conv_ring);
 };
 
-/// The conv part of state_fold for one (execution space, activation type):
-/// `check` validates everything (shapes, and index contents in the checking
-/// mode) and runs before the recurrent fold launches; `launch` enqueues the
-/// conv fold after it.
-template <class ExecSpace, class T>
-struct ConvFoldLauncher {
-  using M = typename ExecSpace::memory_space;
-  static void check(const ExecSpace& space, const HeadConfig& cfg, const IndexTable<M>& state_rows,
-                    const IndexTable<M>& ring_rows, const IndexView<M>& num_accepted,
-                    std::size_t ring_len, const ConvFold<M, T>& conv);
-  static void launch(const ExecSpace& space, const HeadConfig& cfg, const IndexTable<M>& state_rows,
-                     const IndexTable<M>& ring_rows, const IndexView<M>& num_accepted,
-                     const ConvFold<M, T>& conv);
-};
-
 }  // namespace Impl
 }  // namespace gdn
 
@@ -88,9 +61,7 @@ struct ConvFoldLauncher {
   PREFIX template struct ::gdn::Impl::ConvLauncher<SPACE, float, float>;             \
   PREFIX template struct ::gdn::Impl::ConvLauncher<SPACE, float, ::gdn::bf16>;       \
   PREFIX template struct ::gdn::Impl::ConvLauncher<SPACE, ::gdn::bf16, float>;       \
-  PREFIX template struct ::gdn::Impl::ConvLauncher<SPACE, ::gdn::bf16, ::gdn::bf16>; \
-  PREFIX template struct ::gdn::Impl::ConvFoldLauncher<SPACE, float>;                \
-  PREFIX template struct ::gdn::Impl::ConvFoldLauncher<SPACE, ::gdn::bf16>;
+  PREFIX template struct ::gdn::Impl::ConvLauncher<SPACE, ::gdn::bf16, ::gdn::bf16>;
 
 #if defined(KOKKOS_ENABLE_SERIAL)
 GDN_ETI_CONV_SPACE(extern, Kokkos::Serial)

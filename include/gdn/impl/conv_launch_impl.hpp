@@ -47,36 +47,6 @@ inline void check_conv_heads(const ArgCheck& c, const HeadConfig& cfg) {
   }
 }
 
-/// A conv state pool [slots, conv_dim, W-1] against conv_dim and the width W (of the weights).
-template <class V>
-void check_conv_state(const ArgCheck& c, const char* argument, long conv_dim, long width,
-                      const char* width_from, const V& state, bool need_rows) {
-  if (!(state.extent(1) == std::size_t(conv_dim) && state.extent(2) == std::size_t(width - 1))) {
-    c.fail(argument,
-           "shape [slots, conv_dim, W-1] = [slots, " + to_str(conv_dim) + ", " + to_str(width - 1) +
-               "] (W = " + width_from + ")",
-           "shape " + extents_str(state));
-  }
-  if (!(!need_rows || state.extent(0) > 0)) {
-    c.fail(argument, "at least one pool row", "shape " + extents_str(state));
-  }
-}
-
-/// A conv ring [ring_rows, RING_LEN, >= conv_dim].
-template <class V>
-void check_conv_ring(const ArgCheck& c, const char* argument, long conv_dim, const V& ring,
-                     bool need_rows) {
-  if (!(ring.extent(1) >= 1 && ring.extent(1) <= std::size_t(INT_MAX))) {
-    c.fail(argument, "RING_LEN = extent(1) in [1, INT_MAX]", "shape " + extents_str(ring));
-  }
-  if (!(ring.extent(2) >= std::size_t(conv_dim))) {
-    c.fail(argument, "extent(2) >= conv_dim = " + to_str(conv_dim), "shape " + extents_str(ring));
-  }
-  if (!(!need_rows || ring.extent(0) > 0)) {
-    c.fail(argument, "at least one ring row", "shape " + extents_str(ring));
-  }
-}
-
 /// Shape checks of conv1d_fwd and conv1d_verify_ring (inputs, conv state, out); returns W.
 template <class M, class T, class Y>
 int check_conv_call(const ArgCheck& c, const HeadConfig& cfg, const ConvInputs<M, T>& in,
@@ -145,23 +115,57 @@ void check_conv_indices(const ArgCheck& c, const ExecSpace& space, const IndexVi
   }
 }
 
+/// Whether the conv kernel may move V channels as one aligned group: conv_dim
+/// a multiple of V; qkv, out and the conv ring with contiguous channels and
+/// rows (and bases) aligned for V values; weight rows of W contiguous taps;
+/// a contiguous bias; a 16-byte aligned conv state.
+template <int V, class T, class Y, class M>
+bool conv_vec_ok(const ConvParams<T, Y, M>& p, int width) {
+  const auto aligned = [](const void* ptr, std::size_t a) {
+    return reinterpret_cast<std::uintptr_t>(ptr) % a == 0;
+  };
+  const std::size_t at = lanes_align(V * sizeof(T)), ay = lanes_align(V * sizeof(Y));
+  const auto& x = p.in.qkv;
+  const auto& w = p.in.weight;
+  bool ok = p.conv_dim % V == 0;
+  ok = ok && x.stride(1) == 1 && (x.stride(0) * sizeof(T)) % at == 0 && aligned(x.data(), at);
+  ok = ok && p.out.stride(1) == 1 && (p.out.stride(0) * sizeof(Y)) % ay == 0 &&
+       aligned(p.out.data(), ay);
+  ok = ok && w.stride(1) == 1 && w.stride(0) == std::size_t(width) && aligned(w.data(), 16);
+  ok = ok && (p.in.bias.extent(0) == 0 ||
+              (p.in.bias.stride(0) == 1 && aligned(p.in.bias.data(), 16)));
+  ok = ok && aligned(p.state.data(), 16);
+  ok = ok && (p.ring.extent(0) == 0 ||
+              ((p.ring.extent(2) * sizeof(T)) % at == 0 && aligned(p.ring.data(), at)));
+  return ok;
+}
+
 template <class ExecSpace, class T, class Y, bool Verify>
 void launch_conv(const char* label, const ExecSpace& space, int width, std::size_t tokens,
                  const ConvParams<T, Y, typename ExecSpace::memory_space>& p) {
   const long long batch = static_cast<long long>(p.slots.extent(0));
   if (batch == 0) return;
-  with_conv_width(width, [&](auto w) {
-    using Kernel = ConvKernel<ExecSpace, T, Y, decltype(w)::value, Verify>;
-    using Shape = typename Kernel::Shape;
-    static_assert(Shape::channels >= 64, "conv_league_bound assumes at least 64 channels a team");
+  constexpr int kVec = 16 / int(sizeof(T));  // values of a 16-byte word
+  const auto run = [&](auto w, auto v) {
+    using Kernel = ConvKernel<ExecSpace, T, Y, decltype(w)::value, Verify, decltype(v)::value>;
+    static_assert(Kernel::kChannels >= 64, "conv_league_bound assumes at least 64 channels a team");
     Kernel k{p};
-    k.m_groups = (p.conv_dim + Shape::channels - 1) / Shape::channels;
+    k.m_groups = (p.conv_dim + Kernel::kChannels - 1) / Kernel::kChannels;
     // Teams per (sequence, channel group): enough for the mean sequence length.
     const long long mean = (static_cast<long long>(tokens) + batch - 1) / batch;
     const long long split = (mean + kConvBlock - 1) / kConvBlock;
     k.m_split = static_cast<int>(split < 1 ? 1 : (split > kConvMaxSplit ? kConvMaxSplit : split));
     const long long league = Kernel::league(batch, k.m_groups, k.m_split);
-    Kokkos::parallel_for(label, typename Kernel::Policy(space, int(league), Shape::threads), k);
+    Kokkos::parallel_for(label, typename Kernel::Policy(space, int(league), Kernel::Shape::threads),
+                         k);
+  };
+  const bool vec = conv_vec_ok<kVec>(p, width);
+  with_conv_width(width, [&](auto w) {
+    if (vec) {
+      run(w, std::integral_constant<int, kVec>());
+    } else {
+      run(w, std::integral_constant<int, 1>());
+    }
   });
 }
 
@@ -229,78 +233,6 @@ void ConvLauncher<ExecSpace, T, Y>::verify(const ExecSpace& space, const HeadCon
   p.ring_len = static_cast<int>(conv_ring.extent(1));
   p.has_bias = in.bias.extent(0) > 0;
   launch_conv<ExecSpace, T, Y, true>("gdn::conv1d_verify_ring::kernel", space, width, tokens, p);
-}
-
-template <class ExecSpace, class T>
-void ConvFoldLauncher<ExecSpace, T>::check(const ExecSpace& space, const HeadConfig& cfg,
-                                           const IndexTable<M>& state_rows,
-                                           const IndexTable<M>& ring_rows,
-                                           const IndexView<M>& num_accepted, std::size_t ring_len,
-                                           const ConvFold<M, T>& conv) {
-  const ArgCheck c("gdn::state_fold");
-  check_heads(c, cfg);
-  const std::size_t layers = state_rows.extent(0);
-  const std::size_t batch = num_accepted.extent(0);
-  check_fold_tables(c, state_rows, ring_rows, num_accepted);
-  const bool any = layers * batch > 0;
-  const long cd = cfg.conv_dim();
-  const long width = static_cast<long>(conv.conv_state.extent(2)) + 1;
-  if (!(width >= conv_min_width && width <= conv_max_width)) {
-    c.fail("conv.conv_state",
-           "shape [slots, conv_dim, W-1] with W in [" + to_str(conv_min_width) + ", " +
-               to_str(conv_max_width) + "]",
-           "shape " + extents_str(conv.conv_state));
-  }
-  check_conv_state(c, "conv.conv_state", cd, width, "conv.conv_state.extent(2) + 1",
-                   conv.conv_state, any);
-  check_conv_ring(c, "conv.conv_ring", cd, conv.conv_ring, any);
-  if (!(conv.conv_ring.extent(1) == ring_len)) {
-    c.fail("conv.conv_ring", "RING_LEN = extent(1) == ring.extent(2) = " + to_str(ring_len),
-           "shape " + extents_str(conv.conv_ring));
-  }
-  check_league(c, "state_rows", static_cast<long long>(layers) * batch * cd);
-  if (index_checking_enabled()) {
-    space.fence();
-    const std::vector<std::uint32_t> na = host_copy_1d(num_accepted);
-    const std::vector<std::uint32_t> sr = host_copy_2d(state_rows);
-    const std::vector<std::uint32_t> rr = host_copy_2d(ring_rows);
-    std::vector<char> active(layers * batch);
-    for (std::size_t e = 0; e < active.size(); ++e) {
-      const std::uint32_t n = na[e % batch];
-      active[e] = n > 0 && n <= ring_len;
-    }
-    check_rows(c, "state_rows", "conv.conv_state.extent(0)", sr, active, active,
-               conv.conv_state.extent(0), batch, "conv state row");
-    const std::vector<char> shared(active.size(), 0);
-    check_rows(c, "ring_rows", "conv.conv_ring.extent(0)", rr, active, shared,
-               conv.conv_ring.extent(0), batch, "conv ring row");
-  }
-}
-
-template <class ExecSpace, class T>
-void ConvFoldLauncher<ExecSpace, T>::launch(const ExecSpace& space, const HeadConfig& cfg,
-                                            const IndexTable<M>& state_rows,
-                                            const IndexTable<M>& ring_rows,
-                                            const IndexView<M>& num_accepted,
-                                            const ConvFold<M, T>& conv) {
-  const std::size_t layers = state_rows.extent(0);
-  const std::size_t batch = num_accepted.extent(0);
-  if (layers * batch == 0) return;
-  ConvFoldParams<T, M> p;
-  p.state_rows = state_rows;
-  p.state = conv.conv_state;
-  p.ring_rows = ring_rows;
-  p.ring = conv.conv_ring;
-  p.num_accepted = num_accepted;
-  p.conv_dim = static_cast<int>(cfg.conv_dim());
-  p.ring_len = static_cast<int>(conv.conv_ring.extent(1));
-  const std::int64_t items = static_cast<std::int64_t>(layers * batch) * p.conv_dim;
-  with_conv_width(static_cast<int>(conv.conv_state.extent(2)) + 1, [&](auto w) {
-    using Kernel = ConvFoldKernel<ExecSpace, T, decltype(w)::value>;
-    Kernel k{p, static_cast<int>(batch)};
-    Kokkos::parallel_for("gdn::state_fold::conv_kernel", typename Kernel::Policy(space, 0, items),
-                         k);
-  });
 }
 
 }  // namespace Impl

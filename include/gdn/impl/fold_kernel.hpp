@@ -23,6 +23,14 @@
 /// every thread folds them in (GPU: record outer, fold_block; host: a row
 /// block at a time, fold_fragment). Rows with n == 0 or n > RING_LEN return
 /// before they read anything.
+///
+/// With conv pools (the `state_fold` overload taking a `ConvFold`), the same
+/// launch has one more work item per (layer l, sequence b, block of
+/// kConvChannels conv channels), before the state items: a thread takes V
+/// consecutive channels at a time (16 bytes of each input row where the
+/// pools allow, else one) and sets their W-1 inputs to the last W-1 of (old
+/// row, conv ring positions 0 .. n-1), copied as stored: bit-identical to
+/// conv1d_fwd's commit over those n tokens (conv_commit).
 
 #include <gdn/config.hpp>
 #include <gdn/impl/backend.hpp>
@@ -60,9 +68,17 @@ struct FoldKernel {
   using ScratchView =
       Kokkos::View<float*, typename ExecSpace::scratch_memory_space, Kokkos::MemoryUnmanaged>;
 
+  /// Conv channels per conv work item (a multiple of both lane counts, 8 and 4).
+  static constexpr int kConvChannels = kThreads > 1 ? kThreads * 8 : 256;
+
   FoldParams<StateT, RingT, M> m;
   int m_batch = 0;
-  int m_items = 0;  // L * B * nv * kTiles
+  int m_items = 0;       // L * B * nv * kTiles state items
+  int m_conv_items = 0;  // L * B * conv_blocks(conv_dim) conv items, or 0
+
+  static long long conv_items(long long layers, long long batch, long long conv_dim) {
+    return layers * batch * ((conv_dim + kConvChannels - 1) / kConvChannels);
+  }
 
   static constexpr int scratch_bytes() { return int(sizeof(float)) * (kScratchFloats + 4); }
   static long long items(long long layers, long long batch, int nv) {
@@ -73,8 +89,90 @@ struct FoldKernel {
   }
 
   KOKKOS_INLINE_FUNCTION void operator()(const Member& team) const {
-    for (int item = team.league_rank(); item < m_items; item += team.league_size()) {
-      run_item(team, item);
+    const int total = m_items + m_conv_items;  // <= INT_MAX / 2 (checked on the host)
+    for (int item = team.league_rank(); item < total; item += team.league_size()) {
+      if (item < m_conv_items) {
+        run_conv_item(team, item);
+      } else {
+        run_item(team, item - m_conv_items);
+      }
+    }
+  }
+
+  /// Conv item `item`: (layer, b, channel block), channel block fastest.
+  KOKKOS_INLINE_FUNCTION void run_conv_item(const Member& team, int item) const {
+    const int blocks = (m.conv_dim + kConvChannels - 1) / kConvChannels;
+    const int c0 = (item % blocks) * kConvChannels;
+    const int lb = item / blocks;  // layer * B + b
+    const int b = lb % m_batch;
+    const int layer = lb / m_batch;
+    const std::uint32_t na = m.num_accepted(b);
+    const std::uint32_t srow = m.state_rows(layer, b);
+    const std::uint32_t rrow = m.ring_rows(layer, b);
+    const int n = static_cast<int>(na);
+    if (n <= 0 || n > m.ring_len) return;
+    const int c1 = c0 + kConvChannels < m.conv_dim ? c0 + kConvChannels : m.conv_dim;
+    if (m.conv.word_bytes == 2) {
+      conv_commit_keep(team, m.conv.state16, m.conv.ring16, srow, rrow, n, c0, c1);
+    } else {
+      conv_commit_keep(team, m.conv.state32, m.conv.ring32, srow, rrow, n, c0, c1);
+    }
+  }
+
+  /// conv_commit for the run-time W-1 (1 to 3) and lane count (16 bytes of
+  /// words where the pools allow, m.conv_vec; else one).
+  template <class Pool, class RingPool>
+  KOKKOS_INLINE_FUNCTION void conv_commit_keep(const Member& team, const Pool& state,
+                                               const RingPool& ring, std::uint32_t srow,
+                                               std::uint32_t rrow, int n, int c0, int c1) const {
+    using Word = typename Pool::non_const_value_type;
+    constexpr int kV = 16 / int(sizeof(Word));
+    const int keep = m.conv_keep;
+    if (m.conv_vec) {
+      if (keep == 1) conv_commit<1, kV>(team, state, ring, srow, rrow, n, c0, c1);
+      if (keep == 2) conv_commit<2, kV>(team, state, ring, srow, rrow, n, c0, c1);
+      if (keep == 3) conv_commit<3, kV>(team, state, ring, srow, rrow, n, c0, c1);
+    } else {
+      if (keep == 1) conv_commit<1, 1>(team, state, ring, srow, rrow, n, c0, c1);
+      if (keep == 2) conv_commit<2, 1>(team, state, ring, srow, rrow, n, c0, c1);
+      if (keep == 3) conv_commit<3, 1>(team, state, ring, srow, rrow, n, c0, c1);
+    }
+  }
+
+  /// Channels c0 .. c1-1 of conv state row srow := the last K = W-1 inputs
+  /// of (that row, ring row rrow's positions 0 .. n-1): input i becomes old
+  /// input i + n where i + n < K, else ring position n - K + i. A thread
+  /// takes V consecutive channels at a time (consecutive threads,
+  /// consecutive groups): K loads of V ring inputs, the old row's V*K
+  /// inputs only when n < K, then one store of the V*K new ones.
+  template <int K, int V, class Pool, class RingPool>
+  KOKKOS_INLINE_FUNCTION void conv_commit(const Member& team, const Pool& state,
+                                          const RingPool& ring, std::uint32_t srow,
+                                          std::uint32_t rrow, int n, int c0, int c1) const {
+    using Word = typename Pool::non_const_value_type;
+    for (int c = c0 + V * team.team_rank(); c < c1; c += V * kThreads) {
+      Word* const dst = &state(srow, c, 0);  // [V][K] contiguous
+      Lanes<Word, V * K> old{};
+      if (n < K) old = load_lanes<V * K>(dst);
+      Lanes<Word, V> in[K] = {};
+      GDN_UNROLL
+      for (int i = 0; i < K; ++i) {
+        if (n - K + i >= 0) in[i] = load_lanes<V>(&ring(rrow, n - K + i, c));
+      }
+      Lanes<Word, V * K> out;
+      GDN_UNROLL
+      for (int v = 0; v < V; ++v) {
+        GDN_UNROLL
+        for (int i = 0; i < K; ++i) {
+          Word x = in[i].v[v];
+          GDN_UNROLL
+          for (int j = 1; j < K; ++j) {
+            if (j == i + n) x = old.v[v * K + j];  // i + n < K: old input i + n
+          }
+          out.v[v * K + i] = x;
+        }
+      }
+      *reinterpret_cast<Lanes<Word, V * K>*>(dst) = out;
     }
   }
 

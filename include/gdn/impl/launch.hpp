@@ -45,14 +45,15 @@ struct VerifyLauncher {
                   const PoolView<RingT, M>& ring);
 };
 
-/// state_fold for one (execution space, state type, ring type).
+/// state_fold for one (execution space, state type, ring type), with the
+/// conv pools of any type or none (`conv.word_bytes == 0`): one launch.
 template <class ExecSpace, class StateT, class RingT>
 struct FoldLauncher {
   using M = typename ExecSpace::memory_space;
   static void fold(const ExecSpace& space, const HeadConfig& cfg, const IndexTable<M>& state_rows,
                    const PoolView<StateT, M>& state, const IndexTable<M>& ring_rows,
                    const Kokkos::View<const RingT****, Kokkos::LayoutRight, M>& ring,
-                   const IndexView<M>& num_accepted);
+                   const IndexView<M>& num_accepted, const ConvFoldWords<M>& conv);
 };
 
 }  // namespace Impl

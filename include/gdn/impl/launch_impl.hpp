@@ -207,12 +207,37 @@ void VerifyLauncher<ExecSpace, ActT, StateT, RingT>::run(
   run_verify(space, cfg, in, state_slots, state, out, ring_slots, ring);
 }
 
+/// The conv pools of a state_fold call against the head geometry and the
+/// recurrent ring's RING_LEN; returns W.
+template <class M>
+int check_conv_fold(const ArgCheck& c, const HeadConfig& cfg, const ConvFoldWords<M>& conv,
+                    std::size_t ring_len, bool any) {
+  const long cd = cfg.conv_dim();
+  int width = 0;
+  conv.visit([&](const auto& state, const auto& ring) {
+    width = static_cast<int>(state.extent(2)) + 1;
+    if (!(width >= conv_min_width && width <= conv_max_width)) {
+      c.fail("conv.conv_state",
+             "shape [slots, conv_dim, W-1] with W in [" + to_str(conv_min_width) + ", " +
+                 to_str(conv_max_width) + "]",
+             "shape " + extents_str(state));
+    }
+    check_conv_state(c, "conv.conv_state", cd, width, "conv.conv_state.extent(2) + 1", state, any);
+    check_conv_ring(c, "conv.conv_ring", cd, ring, any);
+    if (!(ring.extent(1) == ring_len)) {
+      c.fail("conv.conv_ring", "RING_LEN = extent(1) == ring.extent(2) = " + to_str(ring_len),
+             "shape " + extents_str(ring));
+    }
+  });
+  return width;
+}
+
 template <class ExecSpace, class StateT, class RingT>
 void FoldLauncher<ExecSpace, StateT, RingT>::fold(
     const ExecSpace& space, const HeadConfig& cfg, const IndexTable<M>& state_rows,
     const PoolView<StateT, M>& state, const IndexTable<M>& ring_rows,
     const Kokkos::View<const RingT****, Kokkos::LayoutRight, M>& ring,
-    const IndexView<M>& num_accepted) {
+    const IndexView<M>& num_accepted, const ConvFoldWords<M>& conv) {
   const ArgCheck c("gdn::state_fold");
   check_heads(c, cfg);
   const std::size_t layers = state_rows.extent(0);
@@ -221,12 +246,19 @@ void FoldLauncher<ExecSpace, StateT, RingT>::fold(
   const bool any = layers * batch > 0;
   check_state(c, cfg, state, any);
   check_ring(c, cfg, ring, any);
-  long long items = 0;
+  const bool with_conv = conv.word_bytes != 0;
+  const int width = with_conv ? check_conv_fold(c, cfg, conv, ring.extent(2), any) : 0;
+  long long items = 0, conv_items = 0;
   with_head_dim(cfg.key_head_dim, [&](auto dk) {
-    items = FoldKernel<ExecSpace, StateT, RingT, decltype(dk)::value>::items(
-        static_cast<long long>(layers), static_cast<long long>(batch), cfg.num_value_heads);
+    using Kernel = FoldKernel<ExecSpace, StateT, RingT, decltype(dk)::value>;
+    items = Kernel::items(static_cast<long long>(layers), static_cast<long long>(batch),
+                          cfg.num_value_heads);
+    if (with_conv) {
+      conv_items = Kernel::conv_items(static_cast<long long>(layers),
+                                      static_cast<long long>(batch), cfg.conv_dim());
+    }
   });
-  check_league(c, "state_rows", items);
+  check_league(c, "state_rows", items + conv_items);
   if (index_checking_enabled()) {
     space.fence();
     const std::vector<std::uint32_t> na = host_copy_1d(num_accepted);
@@ -243,6 +275,14 @@ void FoldLauncher<ExecSpace, StateT, RingT>::fold(
     const std::vector<char> shared(active.size(), 0);
     check_rows(c, "ring_rows", "ring.extent(0)", rr, active, shared, ring.extent(0), batch,
                "ring row");
+    if (with_conv) {
+      conv.visit([&](const auto& conv_state, const auto& conv_ring) {
+        check_rows(c, "state_rows", "conv.conv_state.extent(0)", sr, active, active,
+                   conv_state.extent(0), batch, "conv state row");
+        check_rows(c, "ring_rows", "conv.conv_ring.extent(0)", rr, active, shared,
+                   conv_ring.extent(0), batch, "conv ring row");
+      });
+    }
   }
   FoldParams<StateT, RingT, M> p;
   p.state_rows = state_rows;
@@ -250,12 +290,26 @@ void FoldLauncher<ExecSpace, StateT, RingT>::fold(
   p.ring_rows = ring_rows;
   p.ring = ring;
   p.num_accepted = num_accepted;
+  p.conv = conv;
   p.nv = cfg.num_value_heads;
   p.group = cfg.group_size();
   p.ring_len = static_cast<int>(ring.extent(2));
+  p.conv_dim = with_conv ? static_cast<int>(cfg.conv_dim()) : 0;
+  p.conv_keep = width - 1;
+  if (with_conv) {
+    conv.visit([&](const auto& conv_state, const auto& conv_ring) {
+      const std::size_t lanes = 16 / static_cast<std::size_t>(conv.word_bytes);
+      const auto aligned = [](const void* ptr) {
+        return reinterpret_cast<std::uintptr_t>(ptr) % 16 == 0;
+      };
+      p.conv_vec = cfg.conv_dim() % long(lanes) == 0 && conv_ring.extent(2) % lanes == 0 &&
+                   aligned(conv_state.data()) && aligned(conv_ring.data());
+    });
+  }
   with_head_dim(cfg.key_head_dim, [&](auto dk) {
     using Kernel = FoldKernel<ExecSpace, StateT, RingT, decltype(dk)::value>;
-    Kernel k{p, static_cast<int>(batch), static_cast<int>(items)};  // <= INT_MAX / 2 (checked)
+    // Both counts are <= INT_MAX / 2 together (checked above).
+    Kernel k{p, static_cast<int>(batch), static_cast<int>(items), static_cast<int>(conv_items)};
     launch_team_kernel("gdn::state_fold::kernel", space, k);
   });
 }

@@ -66,8 +66,15 @@ struct RecurrenceKernel {
   RecurrenceParams<ActT, StateT, RingT, M> m;
   int m_items = 0;  // B * nv * kTiles
 
+  /// Gate values each thread stages per chunk.
+  static constexpr int kGateSteps = (kC + kThreads - 1) / kThreads;
+  /// Floats of the bf16 staging area (raw k, q, v of a chunk; none for float activations).
+  static constexpr int kRawFloats =
+      std::is_same<ActT, float>::value ? 0 : kC * (2 * Dk + kTileCols) / 2;
   /// Team scratch in bytes (16 bytes of slack for alignment).
-  static constexpr int scratch_bytes() { return int(sizeof(float)) * (Scratch::kFloats + 4); }
+  static constexpr int scratch_bytes() {
+    return int(sizeof(float)) * (Scratch::kFloats + kRawFloats + 4);
+  }
   /// Work items (teams) of a batch of B sequences.
   static long long items(long long batch, int nv) { return batch * nv * kTiles; }
   static long long league(const ExecSpace& space, long long items) {
@@ -125,8 +132,9 @@ struct RecurrenceKernel {
     const unsigned mask = group_mask<kLanes>(rank);
     const int tcol = tile * kTileCols;  // the tile's first column in the head
 
-    ScratchView raw(team.team_scratch(0), Scratch::kFloats + 4);
-    const Scratch s(align16(raw.data()));
+    ScratchView area(team.team_scratch(0), Scratch::kFloats + kRawFloats + 4);
+    const Scratch s(align16(area.data()));
+    ActT* const raw_act = reinterpret_cast<ActT*>(s.k + Scratch::kFloats);  // bf16 staging
 
     StateT* const srow = &m.state(it.slot, h, 0, tcol + col0);  // row 0 of the fragment
     float st[kRows][kCols];
@@ -136,7 +144,7 @@ struct RecurrenceKernel {
     for (int c0 = 0; c0 < len; c0 += kC) {
       const int n = len - c0 < kC ? len - c0 : kC;
       team.team_barrier();  // the last chunk's (or item's) readers are done with scratch
-      stage(team, s, t0 + c0, n, h, kh, tcol);
+      stage(team, s, raw_act, t0 + c0, n, h, kh, tcol);
       team.team_barrier();
       if (c0 + kC < len) {
         prefetch_chunk(team, t0 + c0 + kC, len - c0 - kC < kC ? len - c0 - kC : kC, h, kh, tcol);
@@ -187,66 +195,120 @@ struct RecurrenceKernel {
 
   /// Chunk inputs into scratch as floats: k, q of key head kh, v of the
   /// tile, decay, beta (m.in, token_io.hpp). Every copy of a thread is in
-  /// flight at once: a float qkv by async copies (16 bytes where its rows
-  /// are contiguous and 16-byte aligned, m.vec_qkv), a bf16 qkv widened
-  /// through registers (8 values per 16-byte load where m.vec_qkv), given
-  /// gates of float type by async copies, raw gates computed (token_io.hpp).
-  /// The caller's team barrier follows async_wait.
-  KOKKOS_INLINE_FUNCTION void stage(const Member& team, const Scratch& s, int t, int n, int h,
-                                    int kh, int tcol) const {
+  /// flight at once. A float qkv is copied
+  /// by async copies straight into place (16 bytes where its rows are
+  /// contiguous and 16-byte aligned, m.vec_qkv). A bf16 qkv with m.vec_qkv is
+  /// copied raw into the bf16 staging area `raw` (16-byte async copies), and
+  /// each thread widens the words it copied into place (8 values a step);
+  /// without m.vec_qkv it is widened through registers a value at a time.
+  /// Given gates of float type are async copies; others are loaded (all of a
+  /// thread's loads at once, while the copies are in flight), widened, and
+  /// raw gates computed (gate_decay, gate_beta).
+  /// The caller's team barrier follows.
+  KOKKOS_INLINE_FUNCTION void stage(const Member& team, const Scratch& s, ActT* raw, int t, int n,
+                                    int h, int kh, int tcol) const {
     const int rank = team.team_rank();
     const long qc = long(kh) * Dk;
     const long kc = m.key_dim + qc;
     const long vc = 2 * m.key_dim + long(h) * Dk + tcol;
     const auto& x = m.in.m_qkv;
     constexpr bool kFloat = std::is_same<ActT, float>::value;
+    const bool copy_gates = kFloat && !m.in.m_raw_gates;
     if (m.vec_qkv) {
       constexpr int kE = 16 / int(sizeof(ActT));  // values per 16-byte word
       constexpr int kW = Dk / kE;                 // words of a key or query
       constexpr int kVW = kTileCols / kE;         // of the tile's values
+      ActT* const rk = raw;  // bf16: [kC][Dk] keys, [kC][Dk] queries, [kC][kTileCols] values
+      ActT* const rq = rk + kC * Dk;
+      ActT* const rv = rq + kC * Dk;
       for (int e = rank; e < n * kW; e += kThreads) {
         const int j = e / kW, w = kE * (e % kW);
-        stage_word<kE>(s.k + kE * e, &x(t + j, kc + w));
-        stage_word<kE>(s.q + kE * e, &x(t + j, qc + w));
+        if constexpr (kFloat) {
+          async_copy<16>(s.k + kE * e, &x(t + j, kc + w));
+          async_copy<16>(s.q + kE * e, &x(t + j, qc + w));
+        } else {
+          async_copy<16>(rk + kE * e, &x(t + j, kc + w));
+          async_copy<16>(rq + kE * e, &x(t + j, qc + w));
+        }
       }
       for (int e = rank; e < n * kVW; e += kThreads) {
         const int j = e / kVW, w = kE * (e % kVW);
-        stage_word<kE>(s.v + kE * e, &x(t + j, vc + w));
+        async_copy<16>(kFloat ? static_cast<void*>(s.v + kE * e) : static_cast<void*>(rv + kE * e),
+                       &x(t + j, vc + w));
       }
     } else {
       for (int e = rank; e < n * Dk; e += kThreads) {
         const int j = e / Dk, i = e % Dk;
-        stage_word<1>(s.k + e, &x(t + j, kc + i));
-        stage_word<1>(s.q + e, &x(t + j, qc + i));
+        stage_value(s.k + e, &x(t + j, kc + i));
+        stage_value(s.q + e, &x(t + j, qc + i));
       }
       for (int e = rank; e < n * kTileCols; e += kThreads) {
         const int j = e / kTileCols, c = e % kTileCols;
-        stage_word<1>(s.v + e, &x(t + j, vc + c));
+        stage_value(s.v + e, &x(t + j, vc + c));
       }
     }
-    for (int j = rank; j < n; j += kThreads) {
-      if (kFloat && !m.in.m_raw_gates) {
-        stage_word<1>(s.a + j, &m.in.m_gate(t + j, h));
-        stage_word<1>(s.beta + j, &m.in.m_beta(t + j, h));
-      } else {
-        s.a[j] = m.in.decay(t + j, h);
-        s.beta[j] = m.in.beta(t + j, h);
+    if (copy_gates) {
+      for (int j = rank; j < n; j += kThreads) {
+        stage_value(s.a + j, &m.in.m_gate(t + j, h));
+        stage_value(s.beta + j, &m.in.m_beta(t + j, h));
+      }
+    } else {  // every load of a thread first, then the math
+      float ga[kGateSteps] = {}, gb[kGateSteps] = {};
+      float A_log = 0.0f, dt_bias = 0.0f;
+      GDN_UNROLL
+      for (int i = 0; i < kGateSteps; ++i) {
+        const int j = rank + i * kThreads;
+        if (j < n) {
+          ga[i] = m.in.gate_input(t + j, h);
+          gb[i] = m.in.beta_input(t + j, h);
+        }
+      }
+      if (m.in.m_raw_gates && rank < n) {
+        A_log = m.in.m_A_log(h);
+        dt_bias = m.in.m_dt_bias(h);
+      }
+      GDN_UNROLL
+      for (int i = 0; i < kGateSteps; ++i) {
+        const int j = rank + i * kThreads;
+        if (j < n) {
+          s.a[j] = m.in.decay_of(ga[i], A_log, dt_bias);
+          s.beta[j] = m.in.beta_of(gb[i]);
+        }
       }
     }
     async_wait();
+    if constexpr (!kFloat) {
+      if (m.vec_qkv) widen(rank, s, raw, n);
+    }
   }
 
-  /// `E` consecutive activations into scratch as floats: a float by async
-  /// copies (one of 4 or 16 bytes), bf16 widened through registers.
-  template <int E>
-  KOKKOS_FORCEINLINE_FUNCTION static void stage_word(float* dst, const ActT* src) {
+  /// bf16 staging: this thread's raw copies of k, q, v in `raw` (the words
+  /// stage copied, complete after its async_wait) into their float places.
+  KOKKOS_INLINE_FUNCTION void widen(int rank, const Scratch& s, const ActT* raw, int n) const {
+    constexpr int kW = Dk / 8, kVW = kTileCols / 8;  // 8-value words
+    const ActT* const rk = raw;
+    const ActT* const rq = rk + kC * Dk;
+    const ActT* const rv = rq + kC * Dk;
+    float v8[8];
+    for (int e = rank; e < n * kW; e += kThreads) {
+      load_frag<8>(rk + 8 * e, v8);
+      store_frag<8>(s.k + 8 * e, v8);
+      load_frag<8>(rq + 8 * e, v8);
+      store_frag<8>(s.q + 8 * e, v8);
+    }
+    for (int e = rank; e < n * kVW; e += kThreads) {
+      load_frag<8>(rv + 8 * e, v8);
+      store_frag<8>(s.v + 8 * e, v8);
+    }
+  }
+
+  /// One activation into scratch as a float: a float by an async copy, a
+  /// bf16 widened through a register.
+  KOKKOS_FORCEINLINE_FUNCTION static void stage_value(float* dst, const ActT* src) {
     if constexpr (std::is_same<ActT, float>::value) {
-      async_copy<4 * E>(dst, src);
+      async_copy<4>(dst, src);
     } else {
-      float v[E];
-      load_frag<E>(src, v);
-      GDN_UNROLL
-      for (int e = 0; e < E; ++e) dst[e] = v[e];
+      *dst = to_float(*src);
     }
   }
 

@@ -80,12 +80,19 @@ struct TokenReader {
 
   KOKKOS_FORCEINLINE_FUNCTION std::uint32_t row_offsets(int b) const { return m_offsets(b); }
   KOKKOS_FORCEINLINE_FUNCTION float qkv(int t, long c) const { return to_float(m_qkv(t, c)); }
-  KOKKOS_FORCEINLINE_FUNCTION float decay(int t, int h) const {
-    const float g = to_float(m_gate(t, h));
-    return m_raw_gates ? gate_decay(g, m_A_log(h), m_dt_bias(h)) : g;
+  /// The gate inputs of token t, head h as stored: decay or a, beta or b.
+  KOKKOS_FORCEINLINE_FUNCTION float gate_input(int t, int h) const {
+    return to_float(m_gate(t, h));
   }
-  KOKKOS_FORCEINLINE_FUNCTION float beta(int t, int h) const {
-    const float x = to_float(m_beta(t, h));
+  KOKKOS_FORCEINLINE_FUNCTION float beta_input(int t, int h) const {
+    return to_float(m_beta(t, h));
+  }
+  /// The decay and beta of those inputs (`A_log`, `dt_bias`: the head's
+  /// parameters, read only for raw gates).
+  KOKKOS_FORCEINLINE_FUNCTION float decay_of(float g, float A_log, float dt_bias) const {
+    return m_raw_gates ? gate_decay(g, A_log, dt_bias) : g;
+  }
+  KOKKOS_FORCEINLINE_FUNCTION float beta_of(float x) const {
     return m_raw_gates ? gate_beta(x) : x;
   }
 };

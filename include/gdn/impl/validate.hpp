@@ -345,6 +345,36 @@ void check_gate_params(const ArgCheck& c, const HeadConfig& cfg, const GateInput
   }
 }
 
+/// A conv state pool [slots, conv_dim, W-1] against conv_dim and the width W (of the weights).
+template <class V>
+void check_conv_state(const ArgCheck& c, const char* argument, long conv_dim, long width,
+                      const char* width_from, const V& state, bool need_rows) {
+  if (!(state.extent(1) == std::size_t(conv_dim) && state.extent(2) == std::size_t(width - 1))) {
+    c.fail(argument,
+           "shape [slots, conv_dim, W-1] = [slots, " + to_str(conv_dim) + ", " + to_str(width - 1) +
+               "] (W = " + width_from + ")",
+           "shape " + extents_str(state));
+  }
+  if (!(!need_rows || state.extent(0) > 0)) {
+    c.fail(argument, "at least one pool row", "shape " + extents_str(state));
+  }
+}
+
+/// A conv ring [ring_rows, RING_LEN, >= conv_dim].
+template <class V>
+void check_conv_ring(const ArgCheck& c, const char* argument, long conv_dim, const V& ring,
+                     bool need_rows) {
+  if (!(ring.extent(1) >= 1 && ring.extent(1) <= std::size_t(INT_MAX))) {
+    c.fail(argument, "RING_LEN = extent(1) in [1, INT_MAX]", "shape " + extents_str(ring));
+  }
+  if (!(ring.extent(2) >= std::size_t(conv_dim))) {
+    c.fail(argument, "extent(2) >= conv_dim = " + to_str(conv_dim), "shape " + extents_str(ring));
+  }
+  if (!(!need_rows || ring.extent(0) > 0)) {
+    c.fail(argument, "at least one ring row", "shape " + extents_str(ring));
+  }
+}
+
 }  // namespace Impl
 }  // namespace gdn
 
