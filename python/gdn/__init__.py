@@ -1,10 +1,11 @@
-"""gdn: the Gated DeltaNet recurrence, verify-with-ring and fold on DLPack tensors.
+"""gdn: the Gated DeltaNet recurrence, verify-with-ring and fold, and the causal conv1d in
+front of it, on DLPack tensors.
 
 Every tensor argument may be any object that speaks DLPack (``__dlpack__`` /
 ``__dlpack_device__``): torch tensors, numpy arrays (CPU), ... No tensor is
-copied: the per-token inputs and ``out`` are used with their strides, the
-state and ring pools must be dense (C-contiguous). All tensors of a call live
-on one device. CPU tensors run on Kokkos's host space (OpenMP) and the call
+copied: the per-token inputs, the conv weights and ``out`` are used with their
+strides, the state, ring and conv pools must be dense (C-contiguous). All
+tensors of a call live on one device. CPU tensors run on Kokkos's host space (OpenMP) and the call
 returns when the work is done; CUDA tensors run on ``stream`` (default: torch's
 current stream of the tensors' device) without synchronizing, so the calls can
 be captured in a CUDA graph (see ``prepare_stream``).
@@ -28,6 +29,10 @@ state_rows      [L, B]                                    int32 or uint32
 ring_rows       [L, B]                                    int32 or uint32
 state           [slots, nv, Dk, Dv], contiguous           float32 or bfloat16
 ring            [ring_rows, nk, RING_LEN, record_stride]  float32 or bfloat16
+weight          [>= conv_dim, W], W in 2..4 (conv)        float32
+bias            [>= conv_dim] or None (conv)              float32
+conv_state      [slots, conv_dim, W-1], contiguous        the dtype of qkv
+conv_ring       [ring_rows, RING_LEN, >= conv_dim], ditto the dtype of qkv
 =============== ========================================= =====================
 
 qkv, the gates and out of one call share one activation dtype: float32 or
@@ -36,6 +41,11 @@ nearest even. ``recurrence_fwd_gates`` and ``recurrence_verify_ring_gates``
 take the raw gates instead of decay and beta and compute, in float32,
 ``decay = exp(-exp(A_log) * softplus(a + dt_bias))`` (softplus(x) = x above
 20) and ``beta = sigmoid(b)`` in the kernel (docs/design.md, section 1).
+
+The conv calls (``conv1d_fwd``, ``conv1d_verify_ring``) read ``qkv`` (float32 or
+bfloat16) and write ``out`` ``[tokens, >= conv_dim]`` as float32 or bfloat16
+(either, whatever qkv's dtype); ``conv_state`` and ``conv_ring`` keep copies of
+qkv's rows and so have its dtype. In ``state_fold`` they share one dtype.
 
 Index tensors are uint32 in the C++ API; int32 tensors (torch before 2.3 has
 no uint32) are read as uint32 bit patterns, so a negative value is an
@@ -66,6 +76,8 @@ __version__ = _gdn.__version__
 __all__ = [
     "HeadConfig",
     "InvalidArgument",
+    "conv1d_fwd",
+    "conv1d_verify_ring",
     "has_cuda",
     "index_checking_enabled",
     "kokkos_initialized_here",
@@ -168,7 +180,8 @@ def recurrence_verify_ring_gates(cfg, qkv, a, b, A_log, dt_bias, row_offsets, st
     _gdn.recurrence_verify_ring_gates(cfg, *t, s)
 
 
-def state_fold(cfg, state_rows, state, ring_rows, ring, num_accepted, *, stream=None):
+def state_fold(cfg, state_rows, state, ring_rows, ring, num_accepted, *, conv_state=None,
+               conv_ring=None, stream=None):
     """Commit the first ``num_accepted[b]`` ring records of every sequence into
     the state, for all L layers in one launch.
 
@@ -176,9 +189,54 @@ def state_fold(cfg, state_rows, state, ring_rows, ring, num_accepted, *, stream=
     ``ring_rows[l, b]``. Rows with ``num_accepted[b] == 0`` or ``> RING_LEN``
     are not touched. With a float32 ring the result equals, bit for bit, a
     forward over the accepted tokens.
+
+    With ``conv_state`` ``[slots, conv_dim, W-1]`` and ``conv_ring``
+    ``[ring_rows, RING_LEN, >= conv_dim]`` (both or neither; one dtype, float32
+    or bfloat16) the same call also commits the conv states: conv state row
+    ``state_rows[l, b]`` becomes the last W-1 inputs of (that row, the first
+    ``num_accepted[b]`` inputs ``conv1d_verify_ring`` recorded in
+    ``conv_ring[ring_rows[l, b]]``), bit for bit what :func:`conv1d_fwd` over
+    the accepted tokens leaves. Every argument is checked before either fold runs.
     """
-    s, t = _prepare(stream, state_rows, state, ring_rows, ring, num_accepted)
+    s, t = _prepare(stream, state_rows, state, ring_rows, ring, num_accepted, conv_state,
+                    conv_ring)
     _gdn.state_fold(cfg, *t, s)
+
+
+def conv1d_fwd(cfg, qkv, weight, bias, row_offsets, state_slots, conv_state, out, *, stream=None):
+    """Run the causal depthwise conv1d with SiLU over every token of every sequence and
+    commit the conv state.
+
+    Channel c of sequence b sees the history ``h = (conv_state[state_slots[b], c, :],
+    qkv[row_offsets[b]:row_offsets[b+1], c])`` (oldest first) and token p gets, in float32,
+    ``acc = bias[c]`` (0 when ``bias`` is None), ``acc = fma(weight[c, j], h[p + j], acc)``
+    for j = 0 .. W-1, ``out[t, c] = acc / (1 + exp(-acc))``: tap W-1 multiplies the current
+    token (PyTorch's Conv1d weight ``[conv_dim, 1, W]`` without its middle axis). The row
+    is left holding the last W-1 inputs of (old row, the sequence's tokens).
+
+    ``cfg``: a :class:`HeadConfig` (only ``conv_dim`` is used). ``out`` is float32 or
+    bfloat16 and must not overlap ``qkv``. Returns None (``out`` and ``conv_state`` are
+    written in place).
+    """
+    s, t = _prepare(stream, qkv, weight, bias, row_offsets, state_slots, conv_state, out)
+    _gdn.conv1d_fwd(cfg, *t, s)
+
+
+def conv1d_verify_ring(cfg, qkv, weight, bias, row_offsets, state_slots, conv_state, out,
+                       ring_slots, conv_ring, *, stream=None):
+    """The conv over a drafted window: write ``out`` (bit-identical to
+    :func:`conv1d_fwd`'s) and record the pre-conv inputs instead of committing the
+    conv state.
+
+    A sequence of length 0 < L <= RING_LEN (``conv_ring.shape[1]``) leaves its conv
+    state row untouched and writes ``conv_ring[ring_slots[b], :L, :conv_dim]`` = its
+    qkv rows; a longer one records nothing and commits its conv state as the forward
+    does. :func:`state_fold` with ``conv_state=``, ``conv_ring=`` commits the accepted
+    prefix.
+    """
+    s, t = _prepare(stream, qkv, weight, bias, row_offsets, state_slots, conv_state, out,
+                    ring_slots, conv_ring)
+    _gdn.conv1d_verify_ring(cfg, *t, s)
 
 
 def prepare_stream(stream=None):

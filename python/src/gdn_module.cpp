@@ -310,6 +310,14 @@ class Call {
                            dtype_str(a.t->dtype));
     }
   }
+  /// `a` has dtype float32 (`is_float`) or bfloat16, the dtype it must share (`why`).
+  void expect_storage(const Arg& a, bool is_float, const char* why) const {
+    if (!is_dtype(a.t->dtype, is_float ? kDLFloat : kDLBfloat, is_float ? 32 : 16)) {
+      throw py::type_error(prefix(a.name) + "expected dtype " +
+                           (is_float ? "float32" : "bfloat16") + " (" + why + "), got " +
+                           dtype_str(a.t->dtype));
+    }
+  }
   void expect_index(const Arg& a) const {
     if (!is_dtype(a.t->dtype, kDLUInt, 32) && !is_dtype(a.t->dtype, kDLInt, 32)) {
       throw py::type_error(prefix(a.name) +
@@ -403,13 +411,11 @@ Kokkos::View<const float*, Kokkos::LayoutStride, M> param_1d(const Call& c, cons
                            static_cast<std::size_t>(a.stride(0))));
 }
 
-/// A dense pool [n0, n1, n2, n3] (row-major, C-contiguous).
-template <class T, class M>
-Kokkos::View<T****, Kokkos::LayoutRight, M> pool_4d(const Call& c, const Arg& a,
-                                                    const char* shape) {
-  c.expect_rank(a, 4, shape);
+/// A pool of `rank` dimensions, row-major and dense (C-contiguous): LayoutRight in C++.
+void expect_dense(const Call& c, const Arg& a, int rank, const char* shape) {
+  c.expect_rank(a, rank, shape);
   std::int64_t want = 1;
-  for (int d = 3; d >= 0; --d) {
+  for (int d = rank - 1; d >= 0; --d) {
     if (!a.empty() && a.extent(d) > 1 && a.stride(d) != want) {
       throw py::value_error(c.prefix(a.name) +
                             "expected a contiguous (row-major, dense) pool, got strides " +
@@ -417,10 +423,26 @@ Kokkos::View<T****, Kokkos::LayoutRight, M> pool_4d(const Call& c, const Arg& a,
     }
     want *= a.extent(d);
   }
+}
+
+/// A dense pool [n0, n1, n2, n3] (row-major, C-contiguous).
+template <class T, class M>
+Kokkos::View<T****, Kokkos::LayoutRight, M> pool_4d(const Call& c, const Arg& a,
+                                                    const char* shape) {
+  expect_dense(c, a, 4, shape);
   return Kokkos::View<T****, Kokkos::LayoutRight, M>(
       static_cast<T*>(a.data()), static_cast<std::size_t>(a.extent(0)),
       static_cast<std::size_t>(a.extent(1)), static_cast<std::size_t>(a.extent(2)),
       static_cast<std::size_t>(a.extent(3)));
+}
+
+/// A dense conv pool [n0, n1, n2] (the conv state or the conv ring).
+template <class T, class M>
+Kokkos::View<T***, Kokkos::LayoutRight, M> pool_3d(const Call& c, const Arg& a, const char* shape) {
+  expect_dense(c, a, 3, shape);
+  return Kokkos::View<T***, Kokkos::LayoutRight, M>(
+      static_cast<T*>(a.data()), static_cast<std::size_t>(a.extent(0)),
+      static_cast<std::size_t>(a.extent(1)), static_cast<std::size_t>(a.extent(2)));
 }
 
 /// Calls f(pool view) with the pool's storage type (float or gdn::bf16).
@@ -561,6 +583,16 @@ void with_activation(const Call& c, const Arg& qkv, F&& f) {
   }
 }
 
+/// Calls f(T()) with the storage type of `a` (float32: float, bfloat16: gdn::bf16).
+template <class F>
+void with_storage(const Call& c, const Arg& a, F&& f) {
+  if (c.storage_is_float(a)) {
+    f(float());
+  } else {
+    f(gdn::bf16());
+  }
+}
+
 /// The per-token inputs of a call: decay and beta given (`gates` empty) or the
 /// raw gates a, b with A_log and dt_bias (`gates` holds those four).
 struct TokenArgs {
@@ -678,13 +710,99 @@ void recurrence_verify_ring(const char* fn, const gdn::HeadConfig& cfg, py::hand
   });
 }
 
+/// The arguments of a conv call; `ring_slots` and `conv_ring` only for verify.
+struct ConvArgs {
+  Arg qkv, weight, bias, row_offsets, state_slots, conv_state, out, ring_slots, conv_ring;
+  bool has_bias = false;  // bias None: the C++ call gets an empty bias view
+  bool verify = false;
+};
+
+/// The conv's inputs with activation type T (the dtype of qkv).
+template <class M, class T>
+gdn::ConvInputs<M, T> conv_inputs(const Call& c, const ConvArgs& a) {
+  c.expect_float32(a.weight);
+  gdn::ConvInputs<M, T> in;
+  in.qkv = strided_2d<const T, M>(c, a.qkv, false, "[tokens, conv_dim]");
+  in.weight = strided_2d<const float, M>(c, a.weight, false, "[conv_dim, W]");
+  if (a.has_bias) in.bias = param_1d<M>(c, a.bias, "[conv_dim]");
+  in.row_offsets = index_1d<M>(c, a.row_offsets, "[B + 1]");
+  return in;
+}
+
+/// conv1d_fwd, or conv1d_verify_ring when `ring_slots` and `conv_ring` are given (non-null).
+void conv1d(const char* fn, const gdn::HeadConfig& cfg, py::handle qkv, py::handle weight,
+            py::handle bias, py::handle row_offsets, py::handle state_slots, py::handle conv_state,
+            py::handle out, py::handle ring_slots, py::handle conv_ring, const py::object& stream,
+            Timing* timing = nullptr) {
+  Call c(fn, stream);
+  ConvArgs a;
+  a.verify = ring_slots.ptr() != nullptr;
+  a.qkv = c.borrow(qkv, "qkv");
+  a.weight = c.borrow(weight, "weight");
+  a.has_bias = !bias.is_none();
+  if (a.has_bias) a.bias = c.borrow(bias, "bias");
+  a.row_offsets = c.borrow(row_offsets, "row_offsets");
+  a.state_slots = c.borrow(state_slots, "state_slots");
+  a.conv_state = c.borrow(conv_state, "conv_state");
+  a.out = c.borrow(out, "out");
+  if (a.verify) {
+    a.ring_slots = c.borrow(ring_slots, "ring_slots");
+    a.conv_ring = c.borrow(conv_ring, "conv_ring");
+  }
+  (void)c.activation_is_float(a.qkv);  // a TypeError for any other dtype, before Kokkos starts
+  on_device(c, [&](const auto& space) {
+    using Exec = std::decay_t<decltype(space)>;
+    using M = typename Exec::memory_space;
+    with_activation(c, a.qkv, [&](auto act) {
+      using T = decltype(act);
+      // The conv pools keep exact copies of pre-conv inputs: the C++ API gives them qkv's type.
+      const bool is_float = std::is_same<T, float>::value;
+      const char* why = "the dtype of qkv: the conv pools hold copies of its rows";
+      c.expect_storage(a.conv_state, is_float, why);
+      if (a.verify) c.expect_storage(a.conv_ring, is_float, why);
+      const auto in = conv_inputs<M, T>(c, a);
+      const auto slots = index_1d<M>(c, a.state_slots, "[B]");
+      const auto st = pool_3d<T, M>(c, a.conv_state, "[slots, conv_dim, W-1]");
+      with_storage(c, a.out, [&](auto y) {
+        using Y = decltype(y);
+        const auto o = strided_2d<Y, M>(c, a.out, true, "[tokens, conv_dim]");
+        if (!a.verify) {
+          launch(space, timing, [&] { gdn::conv1d_fwd(space, cfg, in, slots, st, o); });
+          return;
+        }
+        const auto rslots = index_1d<M>(c, a.ring_slots, "[B]");
+        const auto rg = pool_3d<T, M>(c, a.conv_ring, "[ring_rows, RING_LEN, conv_dim]");
+        launch(space, timing,
+               [&] { gdn::conv1d_verify_ring(space, cfg, in, slots, st, o, rslots, rg); });
+      });
+    });
+  });
+}
+
+/// state_fold; with `conv_state` and `conv_ring` (both not None) the ConvFold overload,
+/// which commits the conv states in the same call.
 void state_fold(const gdn::HeadConfig& cfg, py::handle state_rows, py::handle state,
                 py::handle ring_rows, py::handle ring, py::handle num_accepted,
-                const py::object& stream, Timing* timing = nullptr) {
+                py::handle conv_state, py::handle conv_ring, const py::object& stream,
+                Timing* timing = nullptr) {
   Call c("gdn.state_fold", stream);
   const Arg a_srows = c.borrow(state_rows, "state_rows"), a_state = c.borrow(state, "state"),
             a_rrows = c.borrow(ring_rows, "ring_rows"), a_ring = c.borrow(ring, "ring"),
             a_acc = c.borrow(num_accepted, "num_accepted");
+  const bool with_conv = !conv_state.is_none() || !conv_ring.is_none();
+  if (with_conv && (conv_state.is_none() || conv_ring.is_none())) {
+    const bool no_state = conv_state.is_none();
+    throw py::type_error(c.prefix(no_state ? "conv_state" : "conv_ring") +
+                         "expected a tensor since " + (no_state ? "conv_ring" : "conv_state") +
+                         " is given (the conv pools are folded together: both or neither), "
+                         "got None");
+  }
+  Arg a_cstate, a_cring;
+  if (with_conv) {
+    a_cstate = c.borrow(conv_state, "conv_state");
+    a_cring = c.borrow(conv_ring, "conv_ring");
+    (void)c.storage_is_float(a_cstate);  // a TypeError for any other dtype, before Kokkos starts
+  }
   on_device(c, [&](const auto& space) {
     using Exec = std::decay_t<decltype(space)>;
     using M = typename Exec::memory_space;
@@ -693,7 +811,19 @@ void state_fold(const gdn::HeadConfig& cfg, py::handle state_rows, py::handle st
     const auto acc = index_1d<M>(c, a_acc, "[B]");
     with_pool<M>(c, a_state, "[slots, nv, Dk, Dv]", [&](const auto& st) {
       with_pool<M>(c, a_ring, "[ring_rows, nk, RING_LEN, record_stride]", [&](const auto& rg) {
-        launch(space, timing, [&] { gdn::state_fold(space, cfg, srows, st, rrows, rg, acc); });
+        if (!with_conv) {
+          launch(space, timing, [&] { gdn::state_fold(space, cfg, srows, st, rrows, rg, acc); });
+          return;
+        }
+        with_storage(c, a_cstate, [&](auto ct) {
+          using T = decltype(ct);
+          c.expect_storage(a_cring, std::is_same<T, float>::value, "the dtype of conv_state");
+          gdn::ConvFold<M, T> conv;
+          conv.conv_state = pool_3d<T, M>(c, a_cstate, "[slots, conv_dim, W-1]");
+          conv.conv_ring = pool_3d<const T, M>(c, a_cring, "[ring_rows, RING_LEN, conv_dim]");
+          launch(space, timing,
+                 [&] { gdn::state_fold(space, cfg, srows, st, rrows, rg, acc, conv); });
+        });
       });
     });
   });
@@ -817,11 +947,36 @@ PYBIND11_MODULE(_gdn, m) {
   m.def(
       "state_fold",
       [](const gdn::HeadConfig& cfg, py::handle state_rows, py::handle state, py::handle ring_rows,
-         py::handle ring, py::handle num_accepted, const py::object& stream) {
-        state_fold(cfg, state_rows, state, ring_rows, ring, num_accepted, stream);
+         py::handle ring, py::handle num_accepted, py::handle conv_state, py::handle conv_ring,
+         const py::object& stream) {
+        state_fold(cfg, state_rows, state, ring_rows, ring, num_accepted, conv_state, conv_ring,
+                   stream);
       },
       py::arg("cfg"), py::arg("state_rows"), py::arg("state"), py::arg("ring_rows"),
-      py::arg("ring"), py::arg("num_accepted"), py::arg("stream") = py::none());
+      py::arg("ring"), py::arg("num_accepted"), py::arg("conv_state") = py::none(),
+      py::arg("conv_ring") = py::none(), py::arg("stream") = py::none());
+  m.def(
+      "conv1d_fwd",
+      [](const gdn::HeadConfig& cfg, py::handle qkv, py::handle weight, py::handle bias,
+         py::handle row_offsets, py::handle state_slots, py::handle conv_state, py::handle out,
+         const py::object& stream) {
+        conv1d("gdn.conv1d_fwd", cfg, qkv, weight, bias, row_offsets, state_slots, conv_state, out,
+               py::handle(), py::handle(), stream);
+      },
+      py::arg("cfg"), py::arg("qkv"), py::arg("weight"), py::arg("bias").none(true),
+      py::arg("row_offsets"), py::arg("state_slots"), py::arg("conv_state"), py::arg("out"),
+      py::arg("stream") = py::none());
+  m.def(
+      "conv1d_verify_ring",
+      [](const gdn::HeadConfig& cfg, py::handle qkv, py::handle weight, py::handle bias,
+         py::handle row_offsets, py::handle state_slots, py::handle conv_state, py::handle out,
+         py::handle ring_slots, py::handle conv_ring, const py::object& stream) {
+        conv1d("gdn.conv1d_verify_ring", cfg, qkv, weight, bias, row_offsets, state_slots,
+               conv_state, out, ring_slots, conv_ring, stream);
+      },
+      py::arg("cfg"), py::arg("qkv"), py::arg("weight"), py::arg("bias").none(true),
+      py::arg("row_offsets"), py::arg("state_slots"), py::arg("conv_state"), py::arg("out"),
+      py::arg("ring_slots"), py::arg("conv_ring"), py::arg("stream") = py::none());
   // Benchmark helpers: (issue seconds, total seconds) of `iterations` calls from C++.
   m.def("_time_cpp", [](const std::string& call, int iterations, const py::args& a) {
     Timing t;
@@ -837,7 +992,7 @@ PYBIND11_MODULE(_gdn, m) {
                              Gates{{arg(2), "decay"}, {arg(3), "beta"}}, arg(4), arg(5), arg(6),
                              arg(7), arg(8), arg(9), stream, &t);
     } else if (call == "fold" && a.size() == 7) {
-      state_fold(cfg, arg(1), arg(2), arg(3), arg(4), arg(5), stream, &t);
+      state_fold(cfg, arg(1), arg(2), arg(3), arg(4), arg(5), py::none(), py::none(), stream, &t);
     } else {
       throw py::value_error("gdn._time_cpp: unknown call or wrong argument count");
     }

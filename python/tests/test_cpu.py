@@ -52,3 +52,24 @@ def test_readme_example():
     state, before = scope["state"], torch.zeros_like(scope["state"])
     assert not torch.equal(state, before)  # the fold committed the accepted tokens
     assert torch.isfinite(state).all()
+
+
+def test_readme_conv_example():
+    """The conv example of python/README.md runs; the fold left in every conv state row the
+    last W-1 accepted pre-conv inputs."""
+    import pathlib
+    import re
+
+    text = (pathlib.Path(__file__).resolve().parents[1] / "README.md").read_text()
+    section = text.split("## The conv1d in front of the recurrence", 1)[1]
+    code = re.search(r"```python\n(.*?)```", section, re.S).group(1)
+    assert "conv_state=conv_state" in code
+    scope = {}
+    exec(compile(code, "python/README.md", "exec"), scope)
+    conv_state, projected, state = scope["conv_state"], scope["projected"], scope["state"]
+    T, W, C = scope["T"], scope["W"], scope["C"]
+    for b, n in enumerate([1, 4, 2]):
+        history = torch.cat([torch.zeros(W - 1, C), projected[b * T:b * T + n]])
+        assert torch.equal(conv_state[b], history[-(W - 1):].t())
+    assert not torch.equal(state, torch.zeros_like(state))
+    assert torch.isfinite(scope["qkv"]).all()

@@ -1,7 +1,7 @@
 """gdn's Python entry on CUDA tensors (Kokkos::Cuda on the caller's stream).
 
 Skipped where torch has no CUDA device. Besides the shared cases of
-gdn_cases.py: device mismatches, explicit streams, and verify + fold
+gdn_cases.py (the conv1d cases among them): device mismatches, explicit streams, and verify + fold
 captured in a torch.cuda.CUDAGraph and replayed with new inputs.
 """
 
@@ -18,7 +18,8 @@ if not gdn.has_cuda:
 
 from gdn_cases import *  # noqa: E402,F401,F403  (the shared test cases)
 from gdn_cases import (  # noqa: E402
-    Problem, bits_equal, expect_error, fold_args, fwd_args, rel_err, reference, verify_args)
+    ConvProblem, Problem, bits_equal, conv_verify_args, expect_error, fold_args, fold_conv_args,
+    fwd_args, rel_err, reference, verify_args)
 
 
 @pytest.fixture
@@ -35,6 +36,12 @@ def test_cpu_tensor_in_a_cuda_call_is_a_value_error():
     b = fold_args(p)
     for name in ("state_rows", "ring", "num_accepted"):
         expect_error(ValueError, name, gdn.state_fold, b, **{name: b[name].cpu()})
+    c = conv_verify_args(ConvProblem("cuda"))
+    for name in ("weight", "bias", "conv_state", "out", "conv_ring"):
+        expect_error(ValueError, name, gdn.conv1d_verify_ring, c, **{name: c[name].cpu()})
+    d = fold_conv_args(p)
+    for name in ("conv_state", "conv_ring"):
+        expect_error(ValueError, name, gdn.state_fold, d, **{name: d[name].cpu()})
 
 
 def test_cuda_tensor_in_a_cpu_call_is_a_value_error():
