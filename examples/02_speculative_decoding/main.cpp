@@ -1,22 +1,36 @@
-// gdn_speculative_demo: the Gated DeltaNet layers of a Qwen3-Next-style model
-// through speculative decoding, with every step checked for exactness.
+// gdn_speculative_demo: the recurrent part of the Gated DeltaNet layers of a
+// Qwen3-Next-style model (conv1d, gates, recurrence, speculative commit)
+// through gdn alone, as an inference engine drives it, with every step
+// checked for exactness.
 //
-// One step, for `batch` sequences and `layers` layers:
+// Activations are bf16 (pre-conv qkv, raw gates a and b, post-conv qkv,
+// outputs); the conv (W = 4, with bias) and the gates (A_log, dt_bias) use
+// each layer's own float parameters; the recurrent state is float or bf16,
+// the conv state bf16, the recurrent ring float (so the fold is exact).
+//
+// Prefill: every sequence's prompt goes through gdn::conv1d_fwd and
+// gdn::recurrence_fwd (GateInputs) on every layer, from zero states.
+//
+// One decoding step, for `batch` sequences and `layers` layers:
 //   1. draft: `window` tokens per sequence (a random length up to `window`
 //      with --ragged); random per-token inputs, different for every layer;
-//   2. gdn::recurrence_verify_ring on every layer: outputs for all drafted
-//      tokens, ring records instead of a state write-back;
+//   2. on every layer, gdn::conv1d_verify_ring on the pre-conv qkv (post-conv
+//      qkv out, the inputs recorded in a conv ring), then
+//      gdn::recurrence_verify_ring on the post-conv qkv with the raw gates
+//      (outputs for all drafted tokens, ring records instead of a state
+//      write-back);
 //   3. acceptance: n[b] in [1, drafted length] tokens of sequence b are kept;
-//   4. one gdn::state_fold for all layers commits the accepted prefixes; the
-//      next step starts from the committed state.
+//   4. one gdn::state_fold with a gdn::ConvFold commits the accepted prefixes
+//      of the recurrent and the conv states of all layers; the next step
+//      starts from the committed states.
 // Only 2 and 4 are timed. After 4, a rotating sample of layers is replayed
-// with gdn::recurrence_fwd over the accepted tokens alone, from a copy of the
-// state taken before 2; the folded state rows and the accepted verify
-// outputs must equal the replay byte for byte (replay_check.hpp).
+// with gdn::conv1d_fwd + gdn::recurrence_fwd over the accepted tokens alone,
+// from copies of both states taken before 2; the folded states and the
+// accepted outputs must equal the replay byte for byte (replay_check.hpp).
 //
-// All layers share one state pool and one ring pool, addressed through
-// layer-major row tables (two different permutations), as a serving
-// engine's cache would be.
+// All layers share one state pool, one conv state pool and the two rings,
+// addressed through layer-major row tables (two different permutations), as
+// a serving engine's cache would be.
 
 #include <gdn/gdn.hpp>
 
@@ -29,6 +43,7 @@
 #include <numeric>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "common.hpp"
@@ -36,38 +51,6 @@
 #include "replay_check.hpp"
 
 namespace gdn_demo {
-
-// Counter-based random numbers: a value depends only on (key, element index),
-// so the inputs are the same on every backend and for every thread count.
-KOKKOS_INLINE_FUNCTION std::uint64_t mix64(std::uint64_t x) {  // splitmix64
-  x += 0x9e3779b97f4a7c15ull;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-  return x ^ (x >> 31);
-}
-
-/// A float in the open interval (0, 1): 23 random bits, centred in their cell.
-KOKKOS_INLINE_FUNCTION float open_unit(std::uint64_t key, std::uint64_t index) {
-  return (float(mix64(key ^ mix64(index)) >> 41) + 0.5f) * (1.0f / 8388608.0f);
-}
-
-/// New draft inputs for every layer: qkv in (-1, 1), decay in (0.8, 1), beta in (0, 1).
-inline void draw_inputs(const ExecSpace& space, std::uint64_t key, const Tokens3D& qkv,
-                        const Tokens3D& decay, const Tokens3D& beta) {
-  const std::size_t n_qkv = qkv.size(), n_gate = decay.size();
-  float* q = qkv.data();  // dense LayoutRight: one flat index per element
-  float* d = decay.data();
-  float* be = beta.data();
-  Kokkos::parallel_for(
-      "gdn_demo::draw_qkv", Kokkos::RangePolicy<ExecSpace>(space, 0, n_qkv),
-      KOKKOS_LAMBDA(std::size_t i) { q[i] = 2.0f * open_unit(key, i) - 1.0f; });
-  Kokkos::parallel_for(
-      "gdn_demo::draw_gates", Kokkos::RangePolicy<ExecSpace>(space, 0, n_gate),
-      KOKKOS_LAMBDA(std::size_t i) {
-        d[i] = 1.0f - 0.2f * open_unit(key, n_qkv + i);
-        be[i] = open_unit(key, n_qkv + n_gate + i);
-      });
-}
 
 /// Layer-major row tables: (layer l, sequence b) -> pool row, as a [L, B]
 /// table for the fold and one [B] view per layer for verify.
@@ -100,64 +83,101 @@ int simulate(const Options& o) {
   const int T = B * W;  // drafted tokens per layer and step, at most
   const int nk = cfg.num_key_heads, nv = cfg.num_value_heads;
   const int Dk = cfg.key_head_dim, Dv = cfg.value_head_dim;
+  const long conv_dim = cfg.conv_dim();
   const std::size_t record_stride = gdn::ring_record_elements(Dk, Dv, cfg.group_size());
 
   // The library checks the head geometry on every call and throws
   // gdn::InvalidArgument; an empty fold asks it before anything large is allocated.
   gdn::state_fold(space, cfg, Table("probe", 0, 0), Pool<StateT>("probe", 0, nv, Dk, Dv),
                   Table("probe", 0, 0), Pool<float>("probe", 0, nk, W, record_stride),
-                  Index("probe", 0));
+                  Index("probe", 0),
+                  gdn::ConvFold<Mem, Act>{ConvPool<Act>("probe", 0, conv_dim, conv_width - 1),
+                                          ConvPool<Act>("probe", 0, W, conv_dim)});
 
   const MemoryFootprint mem = footprint<StateT>(o, cfg, record_stride);
   std::printf("gdn_speculative_demo on %s (concurrency %d)\n", ExecSpace::name(),
               int(space.concurrency()));
   std::printf("  %d layers, batch %d, window %d%s, %d steps; nk %d, nv %d, Dk = Dv = %d\n", L, B, W,
               o.ragged ? " (ragged)" : "", o.steps, nk, nv, Dk);
-  std::printf("  state %s, ring float; accept-prob %.2f, seed %llu, %d layer(s) checked per step\n",
-              dtype_name<StateT>(), o.accept_prob, static_cast<unsigned long long>(o.seed), C);
   std::printf(
-      "  device memory: state pool %.1f MiB, ring %.2f MiB, inputs/outputs %.1f MiB, "
-      "checks %.1f MiB\n",
-      mib(mem.state_pool), mib(mem.ring), mib(mem.tokens), mib(mem.checks));
+      "  activations bf16 (pre-conv qkv, raw gates, post-conv qkv, out), conv W = %d with bias\n",
+      conv_width);
+  std::printf(
+      "  state %s, conv state bf16, ring float, conv ring bf16; accept-prob %.2f, seed %llu,\n"
+      "  %d layer(s) checked per step\n",
+      dtype_name<StateT>(), o.accept_prob, static_cast<unsigned long long>(o.seed), C);
+  std::printf(
+      "  device memory: state pool %.1f MiB, conv state %.2f MiB, rings %.2f MiB, "
+      "inputs/outputs %.1f MiB, checks %.1f MiB\n",
+      mib(mem.state_pool), mib(mem.conv_state), mib(mem.ring + mem.conv_ring), mib(mem.tokens),
+      mib(mem.checks));
   std::fflush(stdout);
 
-  // ---- the model: pools, row tables, per-layer inputs and outputs ----------
-  Pool<StateT> state(Kokkos::view_alloc("gdn_demo::state", Kokkos::WithoutInitializing), L * B, nv,
-                     Dk,
-                     Dv);  // [slots, nv, Dk, Dv]
+  // ---- the model: parameters, pools, row tables, per-layer inputs and outputs ----
+  const Model model(space, cfg, L, o.seed);
+  // A sequence starts from zero states; the prefill below fills them.
+  Pool<StateT> state("gdn_demo::state", L * B, nv, Dk, Dv);  // [slots, nv, Dk, Dv]
+  ConvPool<Act> conv_state("gdn_demo::conv_state", L * B, conv_dim,
+                           conv_width - 1);  // [slots, conv_dim, W-1]
   Pool<float> ring(Kokkos::view_alloc("gdn_demo::ring", Kokkos::WithoutInitializing), L * B, nk, W,
                    record_stride);  // [ring_rows, nk, RING_LEN, record_stride]
-  {
-    StateT* s = state.data();
-    const std::uint64_t key = mix64(o.seed ^ 0x5eedu);
-    Kokkos::parallel_for(
-        "gdn_demo::initial_state", Kokkos::RangePolicy<ExecSpace>(space, 0, state.size()),
-        KOKKOS_LAMBDA(std::size_t i) { s[i] = StateT(open_unit(key, i) - 0.5f); });
-  }
+  ConvPool<Act> conv_ring(Kokkos::view_alloc("gdn_demo::conv_ring", Kokkos::WithoutInitializing),
+                          L * B, W, conv_dim);  // [ring_rows, RING_LEN, conv_dim]
   // Two independent shuffles: a mix-up of the tables or of the layers would show.
   std::mt19937_64 table_rng(mix64(o.seed + 7));
   const RowTable state_rows("gdn_demo::state_rows", L, B, table_rng);
   const RowTable ring_rows("gdn_demo::ring_rows", L, B, table_rng);
+  std::mt19937_64 length_rng(mix64(o.seed + 1));
 
-  Tokens3D qkv("gdn_demo::qkv", L, T, cfg.conv_dim());   // [L, tokens, conv_dim]
-  Tokens3D decay("gdn_demo::decay", L, T, nv);           // [L, tokens, nv]
-  Tokens3D beta("gdn_demo::beta", L, T, nv);             // [L, tokens, nv]
-  Tokens3D out("gdn_demo::out", L, T, cfg.value_dim());  // [L, tokens, value_dim]
-  Index offsets("gdn_demo::row_offsets", B + 1);         // [B+1]
+  // ---- prefill: every prompt through conv1d_fwd + recurrence_fwd, layer by layer ----
+  if (o.prompt > 0) {
+    Index offsets("gdn_demo::prompt_offsets", B + 1);  // [B+1]
+    auto h_offsets = Kokkos::create_mirror_view(offsets);
+    std::uniform_int_distribution<int> prompt_length(1, o.prompt);
+    h_offsets(0) = 0;
+    for (int b = 0; b < B; ++b) {
+      h_offsets(b + 1) =
+          h_offsets(b) + std::uint32_t(o.ragged ? prompt_length(length_rng) : o.prompt);
+    }
+    Kokkos::deep_copy(offsets, h_offsets);
+    const int P = int(h_offsets(B));
+    const LayerInputs prompt(cfg, 1, P);                             // one layer's inputs at a time
+    const Tokens2D post("gdn_demo::prompt_post_conv", P, conv_dim);  // [tokens, conv_dim]
+    const Tokens2D out("gdn_demo::prompt_out", P, cfg.value_dim());  // [tokens, value_dim]
+    double prefill_s = 0;
+    Kokkos::Timer timer;
+    for (int l = 0; l < L; ++l) {
+      prompt.draw(space, mix64(mix64(o.seed ^ 0x9f111u) + std::uint64_t(l)));  // not timed
+      space.fence();
+      timer.reset();
+      gdn::conv1d_fwd(space, cfg, model.conv_inputs(l, LayerInputs::layer(prompt.qkv, 0), offsets),
+                      state_rows.per_layer[l], conv_state, post);
+      gdn::recurrence_fwd(space, cfg,
+                          model.gate_inputs(l, post, LayerInputs::layer(prompt.a, 0),
+                                            LayerInputs::layer(prompt.b, 0), offsets),
+                          state_rows.per_layer[l], state, out);
+      space.fence();
+      prefill_s += timer.seconds();
+    }
+    std::printf("prefill  %d prompt tokens%s on %d layers (conv1d_fwd + recurrence_fwd)  %.2f ms\n",
+                P, o.ragged ? " (ragged)" : "", L, 1e3 * prefill_s);
+    std::fflush(stdout);
+  }
+
+  // ---- decoding: per-step inputs and outputs of every layer ----
+  const LayerInputs inputs(cfg, L, T);
+  const Tokens2D post("gdn_demo::post_conv", T, conv_dim);  // [tokens, conv_dim], reused by layers
+  const Tokens3D out("gdn_demo::out", L, T, cfg.value_dim());  // [L, tokens, value_dim]
+  Index offsets("gdn_demo::row_offsets", B + 1);               // [B+1]
   auto h_offsets = Kokkos::create_mirror_view(offsets);
   for (int b = 0; b <= B; ++b) h_offsets(b) = std::uint32_t(b * W);
   Kokkos::deep_copy(offsets, h_offsets);
-  std::vector<gdn::TokenInputs<Mem>> layer_inputs(L);
-  for (int l = 0; l < L; ++l) {
-    layer_inputs[l] = {Kokkos::subview(qkv, l, Kokkos::ALL, Kokkos::ALL),
-                       Kokkos::subview(decay, l, Kokkos::ALL, Kokkos::ALL),
-                       Kokkos::subview(beta, l, Kokkos::ALL, Kokkos::ALL), offsets};
-  }
   Index num_accepted("gdn_demo::num_accepted", B);  // [B]
   auto h_num_accepted = Kokkos::create_mirror_view(num_accepted);
+  const gdn::ConvFold<Mem, Act> conv_fold{conv_state, conv_ring};
 
   ReplayCheck<StateT> check(cfg, B, W, C);
-  std::mt19937_64 accept_rng(o.seed), length_rng(mix64(o.seed + 1));
+  std::mt19937_64 accept_rng(o.seed);
   std::bernoulli_distribution draft_ok(o.accept_prob);
   std::uniform_int_distribution<int> draft_length(1, W);
   Totals totals;
@@ -172,16 +192,22 @@ int simulate(const Options& o) {
       }
       Kokkos::deep_copy(offsets, h_offsets);
     }
-    draw_inputs(space, mix64(mix64(o.seed) + std::uint64_t(step)), qkv, decay, beta);
+    inputs.draw(space, mix64(mix64(o.seed) + std::uint64_t(step)));
     std::vector<int> sample(C);  // the layers checked this step, rotating through all
     for (int c = 0; c < C; ++c) sample[c] = int((std::size_t(step) * C + c) % L);
-    check.snapshot(space, state, state_rows.host, sample);
+    check.snapshot(space, state, conv_state, state_rows.host, sample);
 
-    // 2. Verify every layer (timed).
+    // 2. Verify every layer: conv, then the recurrence on its output (timed).
     space.fence();
     timer.reset();
     for (int l = 0; l < L; ++l) {
-      gdn::recurrence_verify_ring(space, cfg, layer_inputs[l], state_rows.per_layer[l], state,
+      gdn::conv1d_verify_ring(
+          space, cfg, model.conv_inputs(l, LayerInputs::layer(inputs.qkv, l), offsets),
+          state_rows.per_layer[l], conv_state, post, ring_rows.per_layer[l], conv_ring);
+      gdn::recurrence_verify_ring(space, cfg,
+                                  model.gate_inputs(l, post, LayerInputs::layer(inputs.a, l),
+                                                    LayerInputs::layer(inputs.b, l), offsets),
+                                  state_rows.per_layer[l], state,
                                   Kokkos::subview(out, l, Kokkos::ALL, Kokkos::ALL),
                                   ring_rows.per_layer[l], ring);
     }
@@ -199,10 +225,11 @@ int simulate(const Options& o) {
     }
     Kokkos::deep_copy(num_accepted, h_num_accepted);
 
-    // 4. One fold for all layers (timed).
+    // 4. One fold for all layers, recurrent and conv states (timed).
     space.fence();
     timer.reset();
-    gdn::state_fold(space, cfg, state_rows.table, state, ring_rows.table, ring, num_accepted);
+    gdn::state_fold(space, cfg, state_rows.table, state, ring_rows.table, ring, num_accepted,
+                    conv_fold);
     space.fence();
     const double fold_s = timer.seconds();
 
@@ -213,8 +240,8 @@ int simulate(const Options& o) {
     totals.fold_s += fold_s;
 
     // Exactness (not timed).
-    const Mismatch bad = check.replay_and_compare(space, state, state_rows.host, qkv, decay, beta,
-                                                  out, h_offsets, h_num_accepted);
+    const Mismatch bad = check.replay_and_compare(space, model, state, conv_state, state_rows.host,
+                                                  inputs, out, h_offsets, h_num_accepted);
     if (bad.found) {
       std::printf(
           "\nMISMATCH at step %d, layer %d, sequence %d (%u of %u drafted tokens "

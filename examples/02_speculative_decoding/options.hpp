@@ -18,6 +18,7 @@ struct Options {
   int window = 4;       // drafted tokens per sequence and step; also RING_LEN
   bool ragged = false;  // draw each sequence's drafted length in [1, window]
   int steps = 60;
+  int prompt = 32;  // prompt tokens per sequence, prefilled before decoding
   int nk = 16;
   int nv = 32;
   int head_dim = 128;  // Dk = Dv
@@ -32,15 +33,20 @@ inline void print_help(const char* program) {
   std::printf(
       "usage: %s [options] [--kokkos-... options]\n"
       "\n"
-      "Simulates the Gated DeltaNet layers of a Qwen3-Next-style model through speculative\n"
-      "decoding. Every step drafts --window tokens for each of --batch sequences and, on every\n"
-      "layer, runs gdn::recurrence_verify_ring over them (outputs for every drafted token, ring\n"
-      "records instead of a state write-back). It then draws how many tokens were accepted and\n"
-      "commits that prefix on all layers with one gdn::state_fold call; the next step continues\n"
-      "from the committed state. Each step a rotating sample of layers is replayed with\n"
-      "gdn::recurrence_fwd over the accepted tokens only, from a copy of the state taken before\n"
-      "verify, and the folded state and the accepted outputs must equal the replay bit for bit;\n"
-      "at the first difference the demo names the step, layer and sequence and exits with 1.\n"
+      "Runs the recurrent part of the Gated DeltaNet layers of a Qwen3-Next-style model (conv1d,\n"
+      "gates, recurrence, speculative commit) through gdn as an inference engine does, with bf16\n"
+      "activations and raw gates. Prefill: every sequence's prompt goes through gdn::conv1d_fwd\n"
+      "and gdn::recurrence_fwd on every layer. Then every decoding step drafts --window tokens\n"
+      "for each of --batch sequences and, on every layer, runs gdn::conv1d_verify_ring on the\n"
+      "pre-conv qkv (post-conv qkv out, a conv ring instead of a conv state write-back) and\n"
+      "gdn::recurrence_verify_ring on its output with the raw gates (outputs for every drafted\n"
+      "token, ring records instead of a state write-back). It then draws how many tokens were\n"
+      "accepted and commits that prefix of the recurrent and conv states of all layers with one\n"
+      "gdn::state_fold call; the next step continues from the committed states. Each step a\n"
+      "rotating sample of layers is replayed with gdn::conv1d_fwd + gdn::recurrence_fwd over the\n"
+      "accepted tokens only, from copies of both states taken before verify, and the folded\n"
+      "states and the accepted outputs must equal the replay bit for bit; at the first\n"
+      "difference the demo names the step, layer and sequence and exits with 1.\n"
       "Runs on Kokkos::DefaultExecutionSpace (the GPU in a CUDA build).\n"
       "\n"
       "Options (default in brackets):\n"
@@ -49,15 +55,19 @@ inline void print_help(const char* program) {
       "  --batch N          sequences decoded together [%d]\n"
       "  --window N         drafted tokens per sequence and step; also RING_LEN [%d]\n"
       "  --ragged           draft a random length in [1, window] per sequence and step\n"
-      "                     (a ragged batch) instead of always a full window\n"
+      "                     (a ragged batch) instead of always a full window, and a random\n"
+      "                     prompt length in [1, --prompt] per sequence\n"
+      "  --prompt N         prompt tokens per sequence, prefilled from zero states before\n"
+      "                     decoding; 0 starts decoding from zero states [%d]\n"
       "  --steps N          decoding steps [%d]\n"
       "  --nk N             key heads per layer [%d]\n"
       "  --nv N             value heads per layer, a multiple of --nk [%d]\n"
       "  --head-dim N       Dk = Dv; the library supports 64 and 128 [%d]\n"
-      "  --state-dtype T    state pool type, float or bf16 [float]. The ring is float either\n"
-      "                     way, so the fold stays bit-exact.\n"
-      "  --seed N           seeds the inputs, the initial state, the row tables and the\n"
-      "                     acceptance draws [%llu]\n"
+      "  --state-dtype T    recurrent state pool type, float or bf16 [float]. The ring is\n"
+      "                     float either way, so the fold stays bit-exact; the conv state and\n"
+      "                     the conv ring hold bf16 inputs, copied exactly.\n"
+      "  --seed N           seeds the layers' parameters, the inputs, the row tables, the\n"
+      "                     lengths and the acceptance draws [%llu]\n"
       "  --accept-prob P    chance that a drafted token is accepted given that the one before\n"
       "                     it was; accepted = min(drafted, 1 + run of successes), so at least\n"
       "                     one token (the target model's own) per sequence and step [%.2f]\n"
@@ -69,7 +79,7 @@ inline void print_help(const char* program) {
       "\n"
       "Exit status: 0 exact, 1 a mismatch or a runtime error, 2 a bad option or a head\n"
       "geometry the library rejects.\n",
-      program, d.layers, d.batch, d.window, d.steps, d.nk, d.nv, d.head_dim,
+      program, d.layers, d.batch, d.window, d.prompt, d.steps, d.nk, d.nv, d.head_dim,
       static_cast<unsigned long long>(d.seed), d.accept_prob, d.check_layers);
 }
 
@@ -122,6 +132,7 @@ inline ParseResult parse_options(int argc, char* argv[], Options& o, std::string
       {"--batch", &o.batch, 1, 65536, "an integer in [1, 65536]"},
       {"--window", &o.window, 1, 1024, "an integer in [1, 1024]"},
       {"--steps", &o.steps, 1, 1000000000, "an integer in [1, 1e9]"},
+      {"--prompt", &o.prompt, 0, 1000000, "an integer in [0, 1e6]"},
       {"--nk", &o.nk, 1, 4096, "an integer in [1, 4096]"},
       {"--nv", &o.nv, 1, 4096, "an integer in [1, 4096]"},
       {"--head-dim", &o.head_dim, 1, 4096, "an integer in [1, 4096]"},
