@@ -34,18 +34,24 @@ KERNELS = [
 
 
 def parse_name(name):
-    """'fold/D128/state:bf16/L:36/B:256/T:4' -> ('fold', {'shape': 'D128', ...})."""
+    """'fold/D128/state:bf16/L:36/B:256/T:4/conv' -> ('fold', {'shape': 'D128', ...,
+    'conv': 'yes'}): a key without a value (the fold's 'conv') is a flag."""
     parts = name.split("/")
     fields = {"shape": parts[1] if len(parts) > 1 else ""}
     for p in parts[2:]:
         if ":" in p:
             key, value = p.split(":", 1)
             fields[key] = value
+        elif p and not p.startswith(("iterations", "manual_time", "repeats")):
+            fields[p] = "yes"
     return parts[0], fields
 
 
 def input_label(f):
-    """'act:bf16' and 'gates:raw' fields -> 'bf16, raw gates'; the default reads 'float'."""
+    """'act:bf16' and 'gates:raw' fields -> 'bf16, raw gates'; the default reads 'float';
+    the fold's 'conv' flag reads 'with conv pools'."""
+    if "conv" in f:
+        return "with conv pools"
     act = f.get("act", "float")
     return act + (", raw gates" if f.get("gates") == "raw" else "")
 
@@ -99,7 +105,7 @@ def case_key(f):
             return default
 
     return (num("L"), -num("shape"), f.get("state", "") != "float", f.get("act", ""),
-            f.get("gates", ""), num("B"), num("T"))
+            f.get("gates", ""), "conv" in f, num("B"), num("T"))
 
 
 def launch_floor(ctx):
@@ -176,8 +182,7 @@ def render(data):
         with_layers = kernel == "fold"
         out.append(f"## {kernel}: {title}")
         out.append("")
-        with_inputs = any("act" in parse_name(n)[1] or "gates" in parse_name(n)[1]
-                          for n, _ in cases)
+        with_inputs = any(k in parse_name(n)[1] for n, _ in cases for k in ("act", "gates", "conv"))
         head = ["shape", "state"] + (["inputs"] if with_inputs else []) + ["B", "T"]
         head += ["L"] if with_layers else []
         with_gpu = any("gpu_us" in b for _, b in cases)
@@ -272,12 +277,12 @@ def roofline_us(b, ctx):
 def indexed_runs(data):
     """{(kernel, shape, state, B, T, L): (name, run)} of the cases without an error and with
     the default inputs (no act: or gates: field: float activations, given gates; the conv
-    cases name their activations too); L = 0 outside the fold."""
+    cases name their activations too; the fold without conv pools); L = 0 outside the fold."""
     runs = {}
     for name, b in select_runs(data.get("benchmarks", [])).items():
         if not b.get("error_occurred"):
             kernel, f = parse_name(name)
-            if "act" in f or "gates" in f:
+            if "act" in f or "gates" in f or "conv" in f:
                 continue
             runs[(kernel, f.get("shape"), f.get("state"), _num(f.get("B")), _num(f.get("T")),
                   _num(f.get("L")))] = (name, b)

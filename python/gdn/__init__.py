@@ -196,7 +196,7 @@ def state_fold(cfg, state_rows, state, ring_rows, ring, num_accepted, *, conv_st
     ``state_rows[l, b]`` becomes the last W-1 inputs of (that row, the first
     ``num_accepted[b]`` inputs ``conv1d_verify_ring`` recorded in
     ``conv_ring[ring_rows[l, b]]``), bit for bit what :func:`conv1d_fwd` over
-    the accepted tokens leaves. Every argument is checked before either fold runs.
+    the accepted tokens leaves, in the same launch. Every argument is checked first.
     """
     s, t = _prepare(stream, state_rows, state, ring_rows, ring, num_accepted, conv_state,
                     conv_ring)

@@ -201,9 +201,10 @@ struct RecurrenceKernel {
   /// copied raw into the bf16 staging area `raw` (16-byte async copies), and
   /// each thread widens the words it copied into place (8 values a step);
   /// without m.vec_qkv it is widened through registers a value at a time.
-  /// Given gates of float type are async copies; others are loaded (all of a
-  /// thread's loads at once, while the copies are in flight), widened, and
-  /// raw gates computed (gate_decay, gate_beta).
+  /// Given gates of float type are async copies; raw float gates are loaded
+  /// and computed (gate_decay, gate_beta) a token at a time; bf16 gates are
+  /// loaded all at once (while the copies are in flight), widened, and, if
+  /// raw, computed.
   /// The caller's team barrier follows.
   KOKKOS_INLINE_FUNCTION void stage(const Member& team, const Scratch& s, ActT* raw, int t, int n,
                                     int h, int kh, int tcol) const {
@@ -213,7 +214,6 @@ struct RecurrenceKernel {
     const long vc = 2 * m.key_dim + long(h) * Dk + tcol;
     const auto& x = m.in.m_qkv;
     constexpr bool kFloat = std::is_same<ActT, float>::value;
-    const bool copy_gates = kFloat && !m.in.m_raw_gates;
     if (m.vec_qkv) {
       constexpr int kE = 16 / int(sizeof(ActT));  // values per 16-byte word
       constexpr int kW = Dk / kE;                 // words of a key or query
@@ -247,10 +247,15 @@ struct RecurrenceKernel {
         stage_value(s.v + e, &x(t + j, vc + c));
       }
     }
-    if (copy_gates) {
+    if constexpr (kFloat) {
       for (int j = rank; j < n; j += kThreads) {
-        stage_value(s.a + j, &m.in.m_gate(t + j, h));
-        stage_value(s.beta + j, &m.in.m_beta(t + j, h));
+        if (!m.in.m_raw_gates) {
+          stage_value(s.a + j, &m.in.m_gate(t + j, h));
+          stage_value(s.beta + j, &m.in.m_beta(t + j, h));
+        } else {
+          s.a[j] = m.in.decay(t + j, h);
+          s.beta[j] = m.in.beta(t + j, h);
+        }
       }
     } else {  // every load of a thread first, then the math
       float ga[kGateSteps] = {}, gb[kGateSteps] = {};

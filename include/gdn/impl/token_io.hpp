@@ -80,6 +80,15 @@ struct TokenReader {
 
   KOKKOS_FORCEINLINE_FUNCTION std::uint32_t row_offsets(int b) const { return m_offsets(b); }
   KOKKOS_FORCEINLINE_FUNCTION float qkv(int t, long c) const { return to_float(m_qkv(t, c)); }
+  /// The decay and beta of token t, head h.
+  KOKKOS_FORCEINLINE_FUNCTION float decay(int t, int h) const {
+    const float g = to_float(m_gate(t, h));
+    return m_raw_gates ? gate_decay(g, m_A_log(h), m_dt_bias(h)) : g;
+  }
+  KOKKOS_FORCEINLINE_FUNCTION float beta(int t, int h) const {
+    const float x = to_float(m_beta(t, h));
+    return m_raw_gates ? gate_beta(x) : x;
+  }
   /// The gate inputs of token t, head h as stored: decay or a, beta or b.
   KOKKOS_FORCEINLINE_FUNCTION float gate_input(int t, int h) const {
     return to_float(m_gate(t, h));
