@@ -573,24 +573,26 @@ void on_device(const Call& c, F&& f) {
 // ---------------------------------------------------------------------------
 // The entry points.
 
-/// Calls f(ActT()) with the call's activation type (float or gdn::bf16), the dtype of qkv.
+/// Calls f(float()) or f(gdn::bf16()).
 template <class F>
-void with_activation(const Call& c, const Arg& qkv, F&& f) {
-  if (c.activation_is_float(qkv)) {
+void with_float_or_bf16(bool is_float, F&& f) {
+  if (is_float) {
     f(float());
   } else {
     f(gdn::bf16());
   }
 }
 
+/// Calls f(ActT()) with the call's activation type (float or gdn::bf16), the dtype of qkv.
+template <class F>
+void with_activation(const Call& c, const Arg& qkv, F&& f) {
+  with_float_or_bf16(c.activation_is_float(qkv), std::forward<F>(f));
+}
+
 /// Calls f(T()) with the storage type of `a` (float32: float, bfloat16: gdn::bf16).
 template <class F>
 void with_storage(const Call& c, const Arg& a, F&& f) {
-  if (c.storage_is_float(a)) {
-    f(float());
-  } else {
-    f(gdn::bf16());
-  }
+  with_float_or_bf16(c.storage_is_float(a), std::forward<F>(f));
 }
 
 /// The per-token inputs of a call: decay and beta given (`gates` empty) or the

@@ -121,22 +121,19 @@ void check_conv_indices(const ArgCheck& c, const ExecSpace& space, const IndexVi
 /// a contiguous bias; a 16-byte aligned conv state.
 template <int V, class T, class Y, class M>
 bool conv_vec_ok(const ConvParams<T, Y, M>& p, int width) {
-  const auto aligned = [](const void* ptr, std::size_t a) {
-    return reinterpret_cast<std::uintptr_t>(ptr) % a == 0;
-  };
   const std::size_t at = lanes_align(V * sizeof(T)), ay = lanes_align(V * sizeof(Y));
   const auto& x = p.in.qkv;
   const auto& w = p.in.weight;
   bool ok = p.conv_dim % V == 0;
-  ok = ok && x.stride(1) == 1 && (x.stride(0) * sizeof(T)) % at == 0 && aligned(x.data(), at);
+  ok = ok && x.stride(1) == 1 && (x.stride(0) * sizeof(T)) % at == 0 && aligned_to(x.data(), at);
   ok = ok && p.out.stride(1) == 1 && (p.out.stride(0) * sizeof(Y)) % ay == 0 &&
-       aligned(p.out.data(), ay);
-  ok = ok && w.stride(1) == 1 && w.stride(0) == std::size_t(width) && aligned(w.data(), 16);
+       aligned_to(p.out.data(), ay);
+  ok = ok && w.stride(1) == 1 && w.stride(0) == std::size_t(width) && aligned16(w.data());
   ok = ok && (p.in.bias.extent(0) == 0 ||
-              (p.in.bias.stride(0) == 1 && aligned(p.in.bias.data(), 16)));
-  ok = ok && aligned(p.state.data(), 16);
+              (p.in.bias.stride(0) == 1 && aligned16(p.in.bias.data())));
+  ok = ok && aligned16(p.state.data());
   ok = ok && (p.ring.extent(0) == 0 ||
-              ((p.ring.extent(2) * sizeof(T)) % at == 0 && aligned(p.ring.data(), at)));
+              ((p.ring.extent(2) * sizeof(T)) % at == 0 && aligned_to(p.ring.data(), at)));
   return ok;
 }
 

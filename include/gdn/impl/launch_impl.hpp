@@ -81,7 +81,7 @@ void launch_recurrence(const char* label, const ExecSpace& space, const HeadConf
   p.q_scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(cfg.key_head_dim)));
   const auto& qkv = p.in.m_qkv;
   p.vec_qkv = qkv.stride(1) == 1 && qkv.stride(0) % (16 / sizeof(ActT)) == 0 &&
-              reinterpret_cast<std::uintptr_t>(qkv.data()) % 16 == 0;
+              aligned16(qkv.data());
   const long long batch = static_cast<long long>(p.slots.extent(0));
   with_head_dim(cfg.key_head_dim, [&](auto dk) {
     using Kernel = RecurrenceKernel<ExecSpace, ActT, StateT, RingT, decltype(dk)::value, Verify>;
@@ -299,11 +299,8 @@ void FoldLauncher<ExecSpace, StateT, RingT>::fold(
   if (with_conv) {
     conv.visit([&](const auto& conv_state, const auto& conv_ring) {
       const std::size_t lanes = 16 / static_cast<std::size_t>(conv.word_bytes);
-      const auto aligned = [](const void* ptr) {
-        return reinterpret_cast<std::uintptr_t>(ptr) % 16 == 0;
-      };
       p.conv_vec = cfg.conv_dim() % long(lanes) == 0 && conv_ring.extent(2) % lanes == 0 &&
-                   aligned(conv_state.data()) && aligned(conv_ring.data());
+                   aligned16(conv_state.data()) && aligned16(conv_ring.data());
     });
   }
   with_head_dim(cfg.key_head_dim, [&](auto dk) {

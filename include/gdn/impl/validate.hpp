@@ -17,6 +17,7 @@
 #include <Kokkos_Core.hpp>
 
 #include <climits>
+#include <cstddef>
 #include <cmath>
 #include <cstdint>
 #include <string>
@@ -26,8 +27,11 @@
 namespace gdn {
 namespace Impl {
 
-/// Whether `p` is 16-byte aligned (the kernels' 16-byte loads and copies).
-inline bool aligned16(const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 == 0; }
+/// Whether `p` is aligned to `bytes`; aligned16: to the kernels' 16-byte loads and copies.
+inline bool aligned_to(const void* p, std::size_t bytes) {
+  return reinterpret_cast<std::uintptr_t>(p) % bytes == 0;
+}
+inline bool aligned16(const void* p) { return aligned_to(p, 16); }
 
 inline std::string to_str(long long v) { return std::to_string(v); }
 
