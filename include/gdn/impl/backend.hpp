@@ -7,8 +7,8 @@
 ///
 /// Every function here has exactly one backend switch (`__CUDA_ARCH__`), so a
 /// new backend touches this file and nothing else. Nothing here changes the
-/// arithmetic's order: the primitives move data, and `lane_reduce_scatter`
-/// adds in an order fixed by the team shape (which is fixed per backend).
+/// arithmetic's order: the primitives move data, and the lane sums add in
+/// the canonical tree of chunk_algebra.hpp (a lane per block).
 
 #include <gdn/bf16.hpp>
 
@@ -35,14 +35,15 @@
 namespace gdn {
 namespace Impl {
 
-/// \brief How a team of the chunk kernels splits a tile of the state.
+/// \brief How a team of the tiled forward / verify kernel splits a tile of
+/// the state.
 ///
-/// A team owns a tile of `tile_cols` state columns (all `Dk` rows). Its
+/// A team owns a tile of kTileCols state columns (all `Dk` rows). Its
 /// threads form `col_groups` lane groups of `lanes` lanes; lane `l` of group
-/// `cg` holds rows `lane_row<lanes>(l, i)` (i < Dk / lanes) of columns
+/// `cg` holds rows `[l * Dk / lanes, (l + 1) * Dk / lanes)` of columns
 /// `[cg * cols, (cg + 1) * cols)` in registers. The host default: one thread
 /// holds the whole tile and the compiler vectorises over its columns.
-template <class ExecSpace>
+template <class ExecSpace, int Dk>
 struct TeamShape {
   static constexpr int lanes = 1;       ///< threads that split one column's rows
   static constexpr int col_groups = 1;  ///< lane groups per team
@@ -54,19 +55,51 @@ struct TeamShape {
 };
 
 #if defined(KOKKOS_ENABLE_CUDA)
-/// CUDA: 128 threads; 8 lanes per column group (consecutive warp lanes),
-/// 16 groups of 4 columns each: 16 x 4 floats per thread at Dk = 128. Two
-/// teams per SM: the launch bound leaves 255 registers, which the fragment,
-/// the step-1 sums and step 3's per-column arrays need without spilling.
-template <>
-struct TeamShape<Kokkos::Cuda> {
-  static constexpr int lanes = 8;
-  static constexpr int col_groups = 16;
-  static constexpr int cols = 4;
+/// CUDA: 128 threads; a lane per canonical block of 16 rows (Dk / 16
+/// consecutive warp lanes per column group), each lane group holding half as
+/// many columns as it has lanes (lane_reduce_scatter leaves one of the
+/// group's 2 x cols sums in each lane): 16 x 4 floats per thread at
+/// Dk = 128, 16 x 2 at Dk = 64. Two teams per SM: the launch bound leaves
+/// 255 registers, which the fragment, the step-1 sums and step 3's
+/// per-column arrays need without spilling.
+template <int Dk>
+struct TeamShape<Kokkos::Cuda, Dk> {
+  static constexpr int lanes = Dk / 16;
+  static constexpr int cols = lanes / 2;
+  static constexpr int col_groups = 64 / cols;
   static constexpr int min_teams = 2;
   /// Persistent teams (as many as the launch bound keeps resident), each
   /// looping over items, so that a team can prefetch its next item's state
   /// while it computes (prefetch_l2).
+  static long long league(const Kokkos::Cuda& space, long long items) {
+    const long long resident =
+        static_cast<long long>(space.cuda_device_prop().multiProcessorCount) * min_teams;
+    return items < resident ? items : resident;
+  }
+};
+#endif
+
+/// \brief The team of the streaming forward / verify kernel
+/// (stream_kernel.hpp), which serves rows of at most one chunk. `enabled`:
+/// whether the backend runs it; elsewhere the tiled kernel takes every row.
+template <class ExecSpace, int Dk>
+struct StreamShape {
+  static constexpr bool enabled = false;
+  static constexpr int threads = 1;
+  static constexpr int min_teams = 1;
+  static long long league(const ExecSpace&, long long items) { return items; }
+};
+
+#if defined(KOKKOS_ENABLE_CUDA)
+/// CUDA: 2 * Dk threads (a lane per canonical block, Dk / 32 columns per
+/// thread, every column of a head), two persistent teams per SM: the launch
+/// bound leaves 128 registers, enough for a 16 x 4 fragment that lives only
+/// through step 1 (a forward keeps it to the fold) and step 3's arrays.
+template <int Dk>
+struct StreamShape<Kokkos::Cuda, Dk> {
+  static constexpr bool enabled = true;
+  static constexpr int threads = 2 * Dk;
+  static constexpr int min_teams = 2;
   static long long league(const Kokkos::Cuda& space, long long items) {
     const long long resident =
         static_cast<long long>(space.cuda_device_prop().multiProcessorCount) * min_teams;
@@ -124,23 +157,15 @@ using TeamKernelLaunch = Kokkos::Experimental::WorkItemProperty::HintLightWeight
 /// are counted the same way everywhere.
 constexpr int kTileCols = 64;
 
-template <class ExecSpace>
-struct TeamTraits : TeamShape<ExecSpace> {
-  using Shape = TeamShape<ExecSpace>;
+template <class ExecSpace, int Dk>
+struct TeamTraits : TeamShape<ExecSpace, Dk> {
+  using Shape = TeamShape<ExecSpace, Dk>;
   static constexpr int threads = Shape::lanes * Shape::col_groups;
   static_assert(Shape::cols * Shape::col_groups == kTileCols,
                 "a team's column groups cover one 64-column tile");
   static_assert(Shape::lanes == 1 || Shape::lanes == 2 * Shape::cols,
                 "lane_reduce_scatter leaves one of the 2 x cols sums in each lane");
 };
-
-/// State row of lane `l`'s fragment row `i`: rows go to lanes in runs of
-/// four, so a lane reads four of its rows of a staged vector at once and the
-/// lanes of a group read consecutive 16-byte words.
-template <int Lanes>
-KOKKOS_FORCEINLINE_FUNCTION constexpr int lane_row(int l, int i) {
-  return Lanes == 1 ? i : (i / 4) * (4 * Lanes) + 4 * l + i % 4;
-}
 
 /// `p` advanced to the next 16-byte boundary (by 0 to 3 floats): team scratch
 /// holds 16-byte vectors. Pointer arithmetic keeps the address space known

@@ -2,28 +2,34 @@
 #define GDN_IMPL_CHUNK_ALGEBRA_HPP
 
 /// \file chunk_algebra.hpp
-/// \brief The chunked recurrence of docs/design.md (steps 1-4), shared by the
-/// forward, verify and the fold. This file is the exactness argument.
+/// \brief The chunked recurrence of docs/design.md (steps 1-4) in the canonical
+/// order of SPEC.md section 2, shared by every kernel on every backend. This
+/// file is the exactness argument.
 ///
 /// A chunk of `n <= chunk_tokens` tokens from state `S0`:
-/// 1. `P[:, j] = S0^T k_j`, `R[:, j] = S0^T q_j` (`project`: the only sum
-///    whose order depends on the backend, through the team shape).
+/// 1. `P[:, j] = S0^T k_j`, `R[:, j] = S0^T q_j` (`project`).
 /// 2. decay products `g(j, i) = a_{i+1} * ... * a_j` and `Gam_j = a_0 * ... * a_j`,
 ///    multiplied left to right (`chunk_coefficients`).
-/// 3. `u_j` and `out_j` in token order (`delta_readout` a column at a time on
-///    GPUs; on the host a triangular solve and products over the whole tile,
-///    host_dense.hpp).
+/// 3. `u_j` and `out_j` in token order (`delta_readout`, any number of columns
+///    at once: one per GPU thread, a SIMD block on the host).
 /// 4. the state after the chunk: `S = fma(k_j, u_j, S * a_j)` for j in order
 ///    (`fold_record`, also the fold kernel's update).
 ///
+/// **The canonical order.** Every sum over a head dimension (step 1, the Gram
+/// entries, the squared norms) splits its `D` terms into blocks of
+/// kBlockRows = 16 consecutive rows; each block is an fma chain from 0 in
+/// ascending rows (`block_chain`), and the block sums are combined by one
+/// fixed tree (`block_tree`: b[e] + b[e + NB/2] for e < NB/2, then halving
+/// again; eight blocks give ((b0+b4)+(b2+b6))+((b1+b5)+(b3+b7))). The tree is
+/// the xor butterfly over lanes that each hold one block (a + b and b + a
+/// round alike), so a GPU lane group, a cross-warp reduction and a host loop
+/// over the blocks all compute the same bits. Step 3's sums run over earlier
+/// tokens in ascending order, one fma each; step 2's products left to right.
+///
 /// Every operation here is an explicit `fmaf`, or a single multiply, add,
 /// square root or division whose result does not feed an add, so contraction
-/// by the compiler (`-ffp-contract`, nvcc `--fmad`) has nothing to change: the
-/// bits depend only on the order written here (the host's step 3,
-/// host_dense.hpp, states its own order). The sums over a head dimension
-/// (step 1, the Gram entries, the norms) are split over a lane group, an
-/// order fixed per backend by TeamShape; everything else is one thread per
-/// value, the same code on every backend but for the host's step 3.
+/// by the compiler (`-ffp-contract`, nvcc `--fmad`) has nothing to change:
+/// the bits depend only on the order written here, the same on every backend.
 
 #include <gdn/impl/backend.hpp>
 
@@ -34,43 +40,62 @@
 namespace gdn {
 namespace Impl {
 
-/// `sum_i x[i] * y[i]` over `D` floats by a lane group, every lane of the
-/// group ending with the same bits; the Gram entries and the norms. Several
-/// lanes (GPU): lane `l` sums its rows `lane_row<Lanes>(l, i)` (i ascending,
-/// element i into partial i % 4, partials combined as (p0 + p1) + (p2 + p3)),
-/// then lane_all_sum. One lane (host): element i into partial i % 16 (one
-/// 512-bit vector), partials combined in halves (p[e] + p[e + 8], then
-/// + 4, + 2, + 1).
+/// Rows of one canonical block of a head-dimension sum.
+constexpr int kBlockRows = 16;
+
+/// Block `b`'s sum: `sum_r x[r] * y[r]` over its 16 rows as one fma chain
+/// from 0 (`x`, `y` point at the block's first row; `load4`-aligned).
+KOKKOS_FORCEINLINE_FUNCTION float block_chain(const float* x, const float* y) {
+  float acc = 0.0f;
+  GDN_UNROLL
+  for (int r = 0; r < kBlockRows; r += 4) {
+    float a[4], b[4];
+    load4(x + r, a);
+    load4(y + r, b);
+    GDN_UNROLL
+    for (int e = 0; e < 4; ++e) acc = fmaf(a[e], b[e], acc);
+  }
+  return acc;
+}
+
+/// The fixed tree over `NB` block sums (overwrites `b`): `b[e] += b[e + w]`
+/// for `w = NB/2, NB/4, ..., 1`, `e < w`.
+template <int NB>
+KOKKOS_FORCEINLINE_FUNCTION float block_tree(float (&b)[NB]) {
+  static_assert((NB & (NB - 1)) == 0, "a power of two of blocks");
+  GDN_UNROLL
+  for (int w = NB / 2; w >= 1; w /= 2) {
+    GDN_UNROLL
+    for (int e = 0; e < w; ++e) b[e] = b[e] + b[e + w];
+  }
+  return b[0];
+}
+
+/// `sum_i x[i] * y[i]` over `D` floats in the canonical order; the Gram
+/// entries and the norms. One lane (host): the blocks' chains side by side
+/// (a SIMD lane each), then block_tree. `D / 16` lanes (GPU): lane `l` runs
+/// block `l`'s chain, then the xor butterfly of lane_all_sum (the same
+/// tree); every lane of the group ends with the same bits.
 template <int Lanes, int D>
 KOKKOS_FORCEINLINE_FUNCTION float group_dot(const float* x, const float* y, int lane,
                                             unsigned mask) {
-  if constexpr (Lanes == 1 && D % 16 == 0) {
+  constexpr int kNB = D / kBlockRows;
+  static_assert(D % kBlockRows == 0, "whole blocks");
+  if constexpr (Lanes == 1) {
     (void)lane;
     (void)mask;
-    float p[16];
+    float p[kNB];
     GDN_SIMD
-    for (int e = 0; e < 16; ++e) p[e] = 0.0f;
-    for (int i = 0; i < D; i += 16) {
+    for (int b = 0; b < kNB; ++b) p[b] = 0.0f;
+    for (int r = 0; r < kBlockRows; ++r) {
       GDN_SIMD
-      for (int e = 0; e < 16; ++e) p[e] = fmaf(x[i + e], y[i + e], p[e]);
+      for (int b = 0; b < kNB; ++b) p[b] = fmaf(x[b * kBlockRows + r], y[b * kBlockRows + r], p[b]);
     }
-    for (int w = 8; w >= 1; w /= 2) {
-      for (int e = 0; e < w; ++e) p[e] = p[e] + p[e + w];
-    }
-    return p[0];
+    return block_tree(p);
   } else {
-    constexpr int kRows = D / Lanes;
-    static_assert(kRows % 4 == 0, "four partial sums");
-    float p[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-    GDN_UNROLL
-    for (int i = 0; i < kRows; i += 4) {
-      float a[4], b[4];
-      load4(x + lane_row<Lanes>(lane, i), a);
-      load4(y + lane_row<Lanes>(lane, i), b);
-      GDN_UNROLL
-      for (int e = 0; e < 4; ++e) p[e] = fmaf(a[e], b[e], p[e]);
-    }
-    return lane_all_sum<Lanes>((p[0] + p[1]) + (p[2] + p[3]), mask);
+    static_assert(Lanes == kNB, "a lane per block");
+    const float acc = block_chain(x + lane * kBlockRows, y + lane * kBlockRows);
+    return lane_all_sum<Lanes>(acc, mask);
   }
 }
 
@@ -93,18 +118,26 @@ KOKKOS_FORCEINLINE_FUNCTION float fold_record(float s, float k, float u, float a
 /// \brief Staged inputs and intermediates of one chunk in team scratch.
 ///
 /// Row-major, `C = chunk_tokens` rows: `k`, `q` [C][Dk] (raw), `v`, `p`, `r`,
-/// `u` [C][kTileCols] (the team's tile of columns), per-token scalars [C]
-/// (`a` decay, `beta`, `kinv`, `qf`, `gam` = Gam_j), and the step-3
-/// coefficients [C][C]: `akk(j, i) = g(j, i) * (k_i . k_j)` for i < j,
-/// `akq(j, i) = g(j, i) * (k_i . q_j)` for i <= j.
-template <int Dk, int C>
+/// `u` [C][Cols] (the team's tile of columns), per-token scalars [C] (`a`
+/// decay, `beta`, `kinv`, `qf`, `gam` = Gam_j), and the step-3 coefficients
+/// [C][C]: `akk(j, i) = g(j, i) * (k_i . k_j)` for i < j,
+/// `akq(j, i) = g(j, i) * (k_i . q_j)` for i <= j. With `KeyDots` (a team
+/// that serves every value head of a key head): `u` shares `v`'s region
+/// (step 3 reads `v_j[c]` just before the same thread writes `u_j[c]`), and
+/// `dkk`, `dkq` [C][C] hold the key head's raw dot products `k_i . k_j` and
+/// `k_i . q_j`, computed once for all of its value heads.
+template <int Dk, int C, int Cols = kTileCols, bool KeyDots = false>
 struct ChunkScratch {
+  static constexpr int kDk = Dk;
+  static constexpr int kC = C;
+  static constexpr int kCols = Cols;
   static constexpr int kVec = C * Dk;
-  static constexpr int kTile = C * kTileCols;
+  static constexpr int kTile = C * Cols;
   static constexpr int kPad4 = (C + 3) / 4 * 4;
-  static constexpr int kCoef = C * C;
+  static constexpr int kCoef = (C * C + 3) / 4 * 4;
   /// Floats of scratch used (every region starts 16-byte aligned).
-  static constexpr int kFloats = 2 * kVec + 4 * kTile + 5 * kPad4 + 2 * ((kCoef + 3) / 4 * 4);
+  static constexpr int kFloats =
+      2 * kVec + (KeyDots ? 3 : 4) * kTile + 5 * kPad4 + (KeyDots ? 4 : 2) * kCoef;
 
   float* k;
   float* q;
@@ -119,6 +152,8 @@ struct ChunkScratch {
   float* gam;
   float* akk;
   float* akq;
+  float* dkk = nullptr;
+  float* dkq = nullptr;
 
   /// Carve the regions out of `base` (16-byte aligned, kFloats long).
   KOKKOS_INLINE_FUNCTION explicit ChunkScratch(float* base) {
@@ -127,151 +162,237 @@ struct ChunkScratch {
     v = q + kVec;
     p = v + kTile;
     r = p + kTile;
-    u = r + kTile;
-    a = u + kTile;
+    u = KeyDots ? v : r + kTile;
+    a = r + (KeyDots ? 1 : 2) * kTile;
     beta = a + kPad4;
     kinv = beta + kPad4;
     qf = kinv + kPad4;
     gam = qf + kPad4;
     akk = gam + kPad4;
-    akq = akk + (kCoef + 3) / 4 * 4;
+    akq = akk + kCoef;
+    if (KeyDots) {
+      dkk = akq + kCoef;
+      dkq = dkk + kCoef;
+    }
   }
 };
 
-/// Step 2 and the norms for token pair `(j, i)` of a chunk (i <= j < n), by
-/// one lane group (its lanes call it together): lane 0 writes `akk(j, i)`
-/// (i < j) and `akq(j, i)`; for i == j also `kinv_j`, `qf_j` and `Gam_j`.
-/// Reads the staged k, q, a.
-template <int Lanes, int Dk, int C>
-KOKKOS_FORCEINLINE_FUNCTION void chunk_coefficients(const ChunkScratch<Dk, C>& s, int j, int i,
-                                                    int lane, unsigned mask, float q_scale) {
+/// The decay products of pair `(j, i)`, i <= j: `g = a_{i+1} * ... * a_j`
+/// and `gam = a_0 * ... * a_j`, left to right (unrolled over the chunk, so
+/// the decays are loaded together).
+template <int C>
+KOKKOS_FORCEINLINE_FUNCTION void decay_products(const float* a, int j, int i, float& g,
+                                                float& gam) {
+  g = 1.0f;
+  gam = a[0];
+  GDN_UNROLL
+  for (int m = 1; m < C; ++m) {
+    if (m > i && m <= j) g = g * a[m];
+    if (m <= j) gam = gam * a[m];
+  }
+}
+
+/// The key head's part of pair `(j, i)` (i <= j < n), by one lane group
+/// (its lanes call it together): `kq = k_i . q_j`, `kk = k_i . k_j` (i < j,
+/// else 0) and, for i == j, `kinv_j` and `qf_j` written to scratch by lane 0.
+template <int Lanes, class S>
+KOKKOS_FORCEINLINE_FUNCTION void key_pair_dots(const S& s, int j, int i, int lane, unsigned mask,
+                                               float q_scale, float& kk, float& kq) {
+  constexpr int Dk = S::kDk;
   const float* kj = s.k + j * Dk;
   const float* ki = s.k + i * Dk;
   const float* qj = s.q + j * Dk;
-  const float kq = group_dot<Lanes, Dk>(ki, qj, lane, mask);
-  const float kk = i < j ? group_dot<Lanes, Dk>(ki, kj, lane, mask) : 0.0f;
-  float kn = 0.0f, qn = 0.0f;
+  kq = group_dot<Lanes, Dk>(ki, qj, lane, mask);
+  kk = i < j ? group_dot<Lanes, Dk>(ki, kj, lane, mask) : 0.0f;
   if (i == j) {
-    kn = group_dot<Lanes, Dk>(kj, kj, lane, mask);
-    qn = group_dot<Lanes, Dk>(qj, qj, lane, mask);
-  }
-  if (lane != 0) return;
-  // g(j, i) = a_{i+1} * ... * a_j and Gam_j = a_0 * ... * a_j, left to right
-  // (unrolled over the chunk, so the decays are loaded together).
-  float g = 1.0f, gam = s.a[0];
-  GDN_UNROLL
-  for (int m = 1; m < C; ++m) {
-    if (m > i && m <= j) g = g * s.a[m];
-    if (m <= j) gam = gam * s.a[m];
-  }
-  if (i < j) s.akk[j * C + i] = g * kk;
-  s.akq[j * C + i] = g * kq;
-  if (i == j) {
-    s.kinv[j] = norm_factor(kn, 1.0f);
-    s.qf[j] = norm_factor(qn, q_scale);
-    s.gam[j] = gam;
+    const float kn = group_dot<Lanes, Dk>(kj, kj, lane, mask);
+    const float qn = group_dot<Lanes, Dk>(qj, qj, lane, mask);
+    if (lane == 0) {
+      s.kinv[j] = norm_factor(kn, 1.0f);
+      s.qf[j] = norm_factor(qn, q_scale);
+    }
   }
 }
 
-/// Columns a thread sums or folds together: all of its columns on a GPU
-/// (registers), blocks of 16 (one 512-bit vector) on the host, whose tile
-/// lives in L1. Only the loop order depends on it, never a sum's order.
-template <int Cols>
-constexpr int kColBlock = Cols < 16 ? Cols : 16;
+/// The value head's part of pair `(j, i)`: `akk(j, i) = g(j, i) * kk`
+/// (i < j), `akq(j, i) = g(j, i) * kq`, and `Gam_j` for i == j, from the
+/// staged decays.
+template <class S>
+KOKKOS_FORCEINLINE_FUNCTION void head_pair_coefficients(const S& s, int j, int i, float kk,
+                                                        float kq) {
+  constexpr int C = S::kC;
+  float g, gam;
+  decay_products<C>(s.a, j, i, g, gam);
+  if (i < j) s.akk[j * C + i] = g * kk;
+  s.akq[j * C + i] = g * kq;
+  if (i == j) s.gam[j] = gam;
+}
 
-/// Step 1 for one token: this thread's partial sums of `P[:, j]` and
-/// `R[:, j]` over its fragment rows (in row order), summed over the lane
-/// group by lane_reduce_scatter. Lane `l` (CUDA) ends with P of fragment
-/// column l (l < Cols) or R of column l - Cols and writes it to scratch; the
-/// host's one lane writes all of them.
-template <int Lanes, int Rows, int Cols, int Dk, int C>
-KOKKOS_FORCEINLINE_FUNCTION void project(const float (&st)[Rows][Cols],
-                                         const ChunkScratch<Dk, C>& s, int j, int lane, int col0) {
-  constexpr int CB = kColBlock<Cols>;
+/// Step 2 and the norms for token pair `(j, i)` of a chunk (i <= j < n), by
+/// one lane group (its lanes call it together), for one value head: lane 0
+/// writes `akk(j, i)` (i < j) and `akq(j, i)`; for i == j also `kinv_j`,
+/// `qf_j` and `Gam_j`. Reads the staged k, q, a.
+template <int Lanes, class S>
+KOKKOS_FORCEINLINE_FUNCTION void chunk_coefficients(const S& s, int j, int i, int lane,
+                                                    unsigned mask, float q_scale) {
+  float kk, kq;
+  key_pair_dots<Lanes>(s, j, i, lane, mask, q_scale, kk, kq);
+  if (lane == 0) head_pair_coefficients(s, j, i, kk, kq);
+}
+
+/// Columns a host thread folds or reads out together (one 512-bit vector);
+/// only the loop order depends on it, never a sum's order.
+constexpr int kHostColBlock = 16;
+
+/// Step 1 for one token `j` on a thread's fragment, in the canonical order.
+///
+/// GPU (`Lanes` = Dk / 16 lanes per column group): the fragment is lane
+/// `l`'s block, rows `[16 l, 16 l + 16)` of `Cols` columns; the lane runs the
+/// block's chain for P and R of each column, then lane_reduce_scatter applies
+/// the tree and leaves P of fragment column `l` (l < Cols) or R of column
+/// `l - Cols` in lane `l`, which writes it to scratch. Host (one lane, the
+/// whole tile): per block of kHostColBlock columns, every block's chain (a
+/// SIMD lane per column), then block_tree per column.
+template <int Lanes, int Rows, int Cols, class S>
+KOKKOS_FORCEINLINE_FUNCTION void project(const float (&st)[Rows][Cols], const S& s, int j,
+                                         int lane, int col0) {
+  constexpr int Dk = S::kDk;
+  constexpr int kLd = S::kCols;
   const float* kj = s.k + j * Dk;
   const float* qj = s.q + j * Dk;
-  GDN_UNROLL
-  for (int cb = 0; cb < Cols; cb += CB) {
-    float acc[2 * CB];
+  if constexpr (Lanes == 1) {
+    (void)lane;
+    constexpr int kNB = Dk / kBlockRows;
+    constexpr int CB = Cols < kHostColBlock ? Cols : kHostColBlock;
+    static_assert(Rows == Dk, "one lane holds every row");
+    for (int cb = 0; cb < Cols; cb += CB) {
+      float pk[kNB][CB], pq[kNB][CB];
+      for (int b = 0; b < kNB; ++b) {
+        GDN_SIMD
+        for (int c = 0; c < CB; ++c) {
+          pk[b][c] = 0.0f;
+          pq[b][c] = 0.0f;
+        }
+        for (int r = 0; r < kBlockRows; ++r) {
+          const int i = b * kBlockRows + r;
+          const float kr = kj[i], qr = qj[i];
+          GDN_SIMD
+          for (int c = 0; c < CB; ++c) {
+            pk[b][c] = fmaf(st[i][cb + c], kr, pk[b][c]);
+            pq[b][c] = fmaf(st[i][cb + c], qr, pq[b][c]);
+          }
+        }
+      }
+      for (int w = kNB / 2; w >= 1; w /= 2) {
+        for (int e = 0; e < w; ++e) {
+          GDN_SIMD
+          for (int c = 0; c < CB; ++c) {
+            pk[e][c] = pk[e][c] + pk[e + w][c];
+            pq[e][c] = pq[e][c] + pq[e + w][c];
+          }
+        }
+      }
+      GDN_SIMD
+      for (int c = 0; c < CB; ++c) {
+        s.p[j * kLd + col0 + cb + c] = pk[0][c];
+        s.r[j * kLd + col0 + cb + c] = pq[0][c];
+      }
+    }
+  } else {
+    static_assert(Rows == kBlockRows && Lanes == Dk / kBlockRows, "a lane per block");
+    static_assert(Lanes == 2 * Cols, "lane_reduce_scatter leaves one of the 2 x Cols sums per lane");
+    const int r0 = lane * kBlockRows;
+    float acc[2 * Cols];
     GDN_UNROLL
-    GDN_SIMD
-    for (int c = 0; c < 2 * CB; ++c) acc[c] = 0.0f;
+    for (int c = 0; c < 2 * Cols; ++c) acc[c] = 0.0f;
     GDN_UNROLL
     for (int i = 0; i < Rows; i += 4) {
       float kr[4], qr[4];
-      load4(kj + lane_row<Lanes>(lane, i), kr);
-      load4(qj + lane_row<Lanes>(lane, i), qr);
+      load4(kj + r0 + i, kr);
+      load4(qj + r0 + i, qr);
       GDN_UNROLL
       for (int e = 0; e < 4; ++e) {
         GDN_UNROLL
-        GDN_SIMD
-        for (int c = 0; c < CB; ++c) {
-          acc[c] = fmaf(st[i + e][cb + c], kr[e], acc[c]);
-          acc[CB + c] = fmaf(st[i + e][cb + c], qr[e], acc[CB + c]);
+        for (int c = 0; c < Cols; ++c) {
+          acc[c] = fmaf(st[i + e][c], kr[e], acc[c]);
+          acc[Cols + c] = fmaf(st[i + e][c], qr[e], acc[Cols + c]);
         }
       }
     }
-    if constexpr (Lanes == 1) {
-      GDN_SIMD
-      for (int c = 0; c < CB; ++c) {
-        s.p[j * kTileCols + col0 + cb + c] = acc[c];
-        s.r[j * kTileCols + col0 + cb + c] = acc[CB + c];
-      }
-    } else {
-      static_assert(CB == Cols, "a GPU thread sums all of its columns at once");
-      const float sum = lane_reduce_scatter<Lanes>(acc, lane);
-      float* dst = lane < Cols ? s.p : s.r;
-      dst[j * kTileCols + col0 + (lane % Cols)] = sum;
-    }
+    const float sum = lane_reduce_scatter<Lanes>(acc, lane);
+    float* dst = lane < Cols ? s.p : s.r;
+    dst[j * kLd + col0 + (lane % Cols)] = sum;
   }
 }
 
-/// Step 3 for one tile column `c`, delta factors and outputs together (the
-/// GPU mapping: a thread per column). Delta factors:
-/// `kv_j = Gam_j * P[c, j] + sum_{i<j} akk(j, i) * u_i[c]` (i ascending, one fma
-/// each) and `u_j[c] = beta_j * (v_j[c] - kv_j * kinv_j) * kinv_j`, computed
-/// right-looking: once u_i is known it enters every later kv_j, which adds
-/// the same terms in the same order as the sum written above, while the
-/// dependent chain is only n steps long. Each `u_i` also enters every readout
-/// `o_j` (j >= i), which adds the terms of the readout in its order
-/// (`Gam_j * R[c, j]` first, then i ascending, one fma each):
-/// `out_j[c] = qf_j * o_j`. Writes `u_j[c]` to scratch and hands each
-/// `(j, u_j[c])` to `emit_u`, then each `(j, out_j[c])` to `emit_out`.
-/// `NC >= n` bounds the token loops at compile time (the caller picks the
-/// smallest of a few bounds, so short windows need few registers); it
-/// changes no operation.
-template <int NC, int Dk, int C, class EmitU, class EmitOut>
-KOKKOS_FORCEINLINE_FUNCTION void delta_readout(const ChunkScratch<Dk, C>& s, int n, int c,
-                                               const EmitU& emit_u, const EmitOut& emit_out) {
+/// Step 3 for `W` consecutive columns `c0 .. c0 + W - 1` of the staged tile
+/// (a GPU thread: W = 1; the host: a SIMD block), delta factors and outputs
+/// together, every column on its own in the same order. Delta factors:
+/// `kv_j = Gam_j * P[c, j] + sum_{i<j} akk(j, i) * u_i[c]` (i ascending, one
+/// fma each) and `u_j[c] = beta_j * (v_j[c] - kv_j * kinv_j) * kinv_j`,
+/// computed right-looking: once u_i is known it enters every later kv_j,
+/// which adds the same terms in the same order as the sum written above,
+/// while the dependent chain is only n steps long. Each `u_i` also enters
+/// every readout `o_j` (j >= i), which adds the terms of the readout in its
+/// order (`Gam_j * R[c, j]` first, then i ascending, one fma each):
+/// `out_j[c] = qf_j * o_j`. Writes `u_j` to scratch and hands each
+/// `(j, w, u_j[c0 + w])` to `emit_u`, then each `(j, w, out_j[c0 + w])` to
+/// `emit_out`. `NC >= n` bounds the token loops at compile time (the caller
+/// picks the smallest of a few bounds, so short windows need few
+/// registers); it changes no operation.
+template <int NC, int W, class S, class EmitU, class EmitOut>
+KOKKOS_FORCEINLINE_FUNCTION void delta_readout(const S& s, int n, int c0, const EmitU& emit_u,
+                                               const EmitOut& emit_out) {
+  constexpr int C = S::kC;
+  constexpr int kLd = S::kCols;
   static_assert(NC <= C, "at most a chunk");
-  float kv[NC], o[NC];
+  float kv[NC][W], o[NC][W];
   GDN_UNROLL
   for (int j = 0; j < NC; ++j) {
     if (j < n) {
       const float gam = s.gam[j];
-      kv[j] = gam * s.p[j * kTileCols + c];
-      o[j] = gam * s.r[j * kTileCols + c];
+      GDN_SIMD
+      for (int w = 0; w < W; ++w) {
+        kv[j][w] = gam * s.p[j * kLd + c0 + w];
+        o[j][w] = gam * s.r[j * kLd + c0 + w];
+      }
     }
   }
   GDN_UNROLL
   for (int i = 0; i < NC; ++i) {
     if (i < n) {
-      const float ui = delta_factor(s.v[i * kTileCols + c], kv[i], s.beta[i], s.kinv[i]);
-      s.u[i * kTileCols + c] = ui;
-      emit_u(i, ui);
+      const float beta = s.beta[i], kinv = s.kinv[i];
+      float ui[W];
+      GDN_SIMD
+      for (int w = 0; w < W; ++w) {
+        ui[w] = delta_factor(s.v[i * kLd + c0 + w], kv[i][w], beta, kinv);
+        s.u[i * kLd + c0 + w] = ui[w];
+      }
+      for (int w = 0; w < W; ++w) emit_u(i, w, ui[w]);
       GDN_UNROLL
       for (int j = i + 1; j < NC; ++j) {
-        if (j < n) kv[j] = fmaf(s.akk[j * C + i], ui, kv[j]);
+        if (j < n) {
+          const float a = s.akk[j * C + i];
+          GDN_SIMD
+          for (int w = 0; w < W; ++w) kv[j][w] = fmaf(a, ui[w], kv[j][w]);
+        }
       }
       GDN_UNROLL
       for (int j = i; j < NC; ++j) {
-        if (j < n) o[j] = fmaf(s.akq[j * C + i], ui, o[j]);
+        if (j < n) {
+          const float a = s.akq[j * C + i];
+          GDN_SIMD
+          for (int w = 0; w < W; ++w) o[j][w] = fmaf(a, ui[w], o[j][w]);
+        }
       }
     }
   }
   GDN_UNROLL
   for (int j = 0; j < NC; ++j) {
-    if (j < n) emit_out(j, s.qf[j] * o[j]);
+    if (j < n) {
+      const float qf = s.qf[j];
+      for (int w = 0; w < W; ++w) emit_out(j, w, qf * o[j][w]);
+    }
   }
 }
 
@@ -286,7 +407,8 @@ KOKKOS_FORCEINLINE_FUNCTION void fold_fragment(float (&st)[Rows][Cols], int lane
                                                const float* k, int k_stride, const float* u,
                                                int u_stride, const float* a, int a_stride) {
   if constexpr (Lanes == 1) {
-    constexpr int CB = kColBlock<Cols>;
+    (void)lane;
+    constexpr int CB = Cols < kHostColBlock ? Cols : kHostColBlock;
     for (int cb = 0; cb < Cols; cb += CB) {
       for (int i = 0; i < Rows; ++i) {
         float x[CB];
@@ -311,7 +433,7 @@ KOKKOS_FORCEINLINE_FUNCTION void fold_fragment(float (&st)[Rows][Cols], int lane
       GDN_UNROLL
       for (int i = 0; i < Rows; i += 4) {
         float kr[4];
-        load4(k + j * k_stride + lane_row<Lanes>(lane, i), kr);
+        load4(k + j * k_stride + lane * Rows + i, kr);
         GDN_UNROLL
         for (int e = 0; e < 4; ++e) {
           GDN_UNROLL

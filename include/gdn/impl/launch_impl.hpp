@@ -10,6 +10,7 @@
 #include <gdn/impl/fold_kernel.hpp>
 #include <gdn/impl/launch.hpp>
 #include <gdn/impl/recurrence_kernel.hpp>
+#include <gdn/impl/stream_kernel.hpp>
 #include <gdn/impl/validate.hpp>
 #include <gdn/ring.hpp>
 
@@ -73,7 +74,8 @@ void check_recurrence_indices(const ArgCheck& c, const ExecSpace& space,
 }
 
 template <class ExecSpace, class ActT, class StateT, class RingT, bool Verify>
-void launch_recurrence(const char* label, const ExecSpace& space, const HeadConfig& cfg,
+void launch_recurrence(const char* label, const char* long_label, const ExecSpace& space,
+                       const HeadConfig& cfg,
                        RecurrenceParams<ActT, StateT, RingT, typename ExecSpace::memory_space> p) {
   p.nv = cfg.num_value_heads;
   p.group = cfg.group_size();
@@ -84,9 +86,21 @@ void launch_recurrence(const char* label, const ExecSpace& space, const HeadConf
               aligned16(qkv.data());
   const long long batch = static_cast<long long>(p.slots.extent(0));
   with_head_dim(cfg.key_head_dim, [&](auto dk) {
-    using Kernel = RecurrenceKernel<ExecSpace, ActT, StateT, RingT, decltype(dk)::value, Verify>;
+    constexpr int D = decltype(dk)::value;
+    using Kernel = RecurrenceKernel<ExecSpace, ActT, StateT, RingT, D, Verify>;
     Kernel k{p, static_cast<int>(Kernel::items(batch, p.nv))};  // <= INT_MAX / 2 (check_league)
-    launch_team_kernel(label, space, k);
+    if constexpr (StreamShape<ExecSpace, D>::enabled) {
+      // Rows of at most one chunk stream their state; the tiled kernel takes the longer ones.
+      using Stream = StreamKernel<ExecSpace, ActT, StateT, RingT, D, Verify>;
+      const int nk = cfg.num_key_heads;
+      Stream sk{p, static_cast<int>(Stream::items(batch, nk)), nk};
+      launch_team_kernel(label, space, sk);
+      k.m_long_only = true;
+      launch_team_kernel(long_label, space, k);
+    } else {
+      (void)long_label;
+      launch_team_kernel(label, space, k);
+    }
   });
 }
 
@@ -131,8 +145,8 @@ void run_fwd(
   p.slots = state_slots;
   p.state = state;
   p.out.m_out = out;
-  launch_recurrence<ExecSpace, ActT, StateT, float, false>("gdn::recurrence_fwd::kernel", space,
-                                                           cfg, p);
+  launch_recurrence<ExecSpace, ActT, StateT, float, false>(
+      "gdn::recurrence_fwd::kernel", "gdn::recurrence_fwd::long_rows", space, cfg, p);
 }
 
 /// recurrence_verify_ring for either input form: validate, then launch.
@@ -169,8 +183,9 @@ void run_verify(
   p.ring_slots = ring_slots;
   p.ring = ring;
   p.ring_len = static_cast<int>(ring.extent(2));
-  launch_recurrence<ExecSpace, ActT, StateT, RingT, true>("gdn::recurrence_verify_ring::kernel",
-                                                          space, cfg, p);
+  launch_recurrence<ExecSpace, ActT, StateT, RingT, true>(
+      "gdn::recurrence_verify_ring::kernel", "gdn::recurrence_verify_ring::long_rows", space, cfg,
+      p);
 }
 
 template <class ExecSpace, class ActT, class StateT>

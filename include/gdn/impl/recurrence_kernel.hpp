@@ -32,7 +32,6 @@
 #include <gdn/config.hpp>
 #include <gdn/impl/backend.hpp>
 #include <gdn/impl/chunk_algebra.hpp>
-#include <gdn/impl/host_dense.hpp>
 #include <gdn/impl/params.hpp>
 
 #include <Kokkos_Core.hpp>
@@ -45,7 +44,7 @@ namespace Impl {
 
 template <class ExecSpace, class ActT, class StateT, class RingT, int Dk, bool Verify>
 struct RecurrenceKernel {
-  using Traits = TeamTraits<ExecSpace>;
+  using Traits = TeamTraits<ExecSpace, Dk>;
   using M = typename ExecSpace::memory_space;
   static constexpr int kLanes = Traits::lanes;
   static constexpr int kCols = Traits::cols;
@@ -65,16 +64,18 @@ struct RecurrenceKernel {
 
   RecurrenceParams<ActT, StateT, RingT, M> m;
   int m_items = 0;  // B * nv * kTiles
+  bool m_long_only = false;  // only rows longer than a chunk (CUDA, beside StreamKernel)
 
   /// Gate values each thread stages per chunk.
   static constexpr int kGateSteps = (kC + kThreads - 1) / kThreads;
   /// Floats of the bf16 staging area (raw k, q, v of a chunk; none for float activations).
   static constexpr int kRawFloats =
       std::is_same<ActT, float>::value ? 0 : kC * (2 * Dk + kTileCols) / 2;
+  /// Floats of scratch before the long-row list, and with it.
+  static constexpr int kScratchFloats = Scratch::kFloats + kRawFloats + 4;
+  static constexpr int kListFloats = kScratchFloats + kThreads + 1;
   /// Team scratch in bytes (16 bytes of slack for alignment).
-  static constexpr int scratch_bytes() {
-    return int(sizeof(float)) * (Scratch::kFloats + kRawFloats + 4);
-  }
+  static constexpr int scratch_bytes() { return int(sizeof(float)) * kListFloats; }
   /// Work items (teams) of a batch of B sequences.
   static long long items(long long batch, int nv) { return batch * nv * kTiles; }
   static long long league(const ExecSpace& space, long long items) {
@@ -107,20 +108,52 @@ struct RecurrenceKernel {
   /// Items league_rank, + league_size, ...: on the host one item per team;
   /// on CUDA persistent teams. A team loads its next item's index entries
   /// while it stages the current one, then hints the next item's state tile
-  /// into L2 while it computes (run_item).
+  /// into L2 while it computes (run_item). With `m_long_only` (the streaming
+  /// kernel takes the rows of at most one chunk) a team first picks, up to
+  /// kThreads of its items at a time, those whose rows are longer.
   KOKKOS_INLINE_FUNCTION void operator()(const Member& team) const {
     int item = team.league_rank();
     if (item >= m_items) return;
+    // Team scratch is taken once per team: every take advances Kokkos' scratch pointer.
+    ScratchView area(team.team_scratch(0), kListFloats);
+    float* const base = area.data();
+    if (m_long_only) {
+      run_long(team, base);
+      return;
+    }
     Item cur = item_at(item);
     for (; item < m_items; item += team.league_size()) {
       const int next = item + team.league_size();
       const Item nxt = next < m_items ? item_at(next) : Item();
-      if (cur.len > 0) run_item(team, cur, nxt);
+      if (cur.len > 0) run_item(team, base, cur, nxt);
       cur = nxt;
     }
   }
 
-  KOKKOS_INLINE_FUNCTION void run_item(const Member& team, const Item& it, const Item& nxt) const {
+  /// The team's items of rows longer than a chunk: each thread checks one
+  /// item of a batch of kThreads, the taken ones are listed in scratch (in
+  /// any order: items are independent), then run.
+  KOKKOS_INLINE_FUNCTION void run_long(const Member& team, float* base) const {
+    int* const list = reinterpret_cast<int*>(base + kScratchFloats);  // [kThreads + 1]
+    const int rank = team.team_rank(), stride = team.league_size();
+    for (int base = team.league_rank(); base < m_items; base += stride * kThreads) {
+      team.team_barrier();  // the last batch's readers are done with the list
+      if (rank == 0) list[kThreads] = 0;
+      team.team_barrier();
+      const int item = base + rank * stride;
+      if (item < m_items) {
+        const int b = item / kTiles / m.nv;
+        const int len = static_cast<int>(m.in.row_offsets(b + 1) - m.in.row_offsets(b));
+        if (len > kC) list[Kokkos::atomic_fetch_add(&list[kThreads], 1)] = item;
+      }
+      team.team_barrier();
+      const int count = list[kThreads];
+      for (int q = 0; q < count; ++q) run_item(team, base, item_at(list[q]), Item());
+    }
+  }
+
+  KOKKOS_INLINE_FUNCTION void run_item(const Member& team, float* base, const Item& it,
+                                       const Item& nxt) const {
     const int tile = it.tile, h = it.h, t0 = it.t0, len = it.len;
     const bool record = Verify && len <= m.ring_len;
     const int kh = h / m.group;
@@ -132,14 +165,13 @@ struct RecurrenceKernel {
     const unsigned mask = group_mask<kLanes>(rank);
     const int tcol = tile * kTileCols;  // the tile's first column in the head
 
-    ScratchView area(team.team_scratch(0), Scratch::kFloats + kRawFloats + 4);
-    const Scratch s(align16(area.data()));
+    const Scratch s(align16(base));
     ActT* const raw_act = reinterpret_cast<ActT*>(s.k + Scratch::kFloats);  // bf16 staging
 
     StateT* const srow = &m.state(it.slot, h, 0, tcol + col0);  // row 0 of the fragment
     float st[kRows][kCols];
     GDN_UNROLL
-    for (int i = 0; i < kRows; ++i) load_frag<kCols>(srow + lane_row<kLanes>(lane, i) * Dk, st[i]);
+    for (int i = 0; i < kRows; ++i) load_frag<kCols>(srow + (lane * kRows + i) * Dk, st[i]);
 
     for (int c0 = 0; c0 < len; c0 += kC) {
       const int n = len - c0 < kC ? len - c0 : kC;
@@ -160,25 +192,26 @@ struct RecurrenceKernel {
       for (int j = 0; j < n; ++j) project<kLanes>(st, s, j, lane, col0);
       team.team_barrier();
       const long ocol = long(h) * Dk + tcol;  // the tile's first output column
-      if constexpr (kThreads == 1) {  // host: every column at once (host_dense.hpp)
-        host_delta_readout(s, n, [&](int j, const float* o) {
-          for (int c = 0; c < kTileCols; ++c) m.out.write(t0 + c0 + j, ocol + c, o[c]);
-        });
-        if (record) write_u_records(s, int(it.ring_row), c0, n, kh, g, tile);
+      if constexpr (kThreads == 1) {  // host: SIMD blocks of columns
+        const int row = static_cast<int>(it.ring_row);
+        const int uoff = Dk + g * Dk + tcol;
+        for (int cb = 0; cb < kTileCols; cb += kHostColBlock) {
+          const auto emit_u = [&](int j, int w, float u) {
+            if (record) m.ring(row, kh, c0 + j, uoff + cb + w) = RingT(u);
+          };
+          const auto emit_out = [&](int j, int w, float o) {
+            m.out.write(t0 + c0 + j, ocol + cb + w, o);
+          };
+          readout_columns<kHostColBlock>(s, n, cb, emit_u, emit_out);
+        }
       } else if (rank < kTileCols) {  // a thread per column
         const int row = static_cast<int>(it.ring_row);
-        const int ucol = Dk + g * Dk + tile * kTileCols + rank;
-        const auto emit_u = [&](int j, float u) {
+        const int ucol = Dk + g * Dk + tcol + rank;
+        const auto emit_u = [&](int j, int, float u) {
           if (record) m.ring(row, kh, c0 + j, ucol) = RingT(u);
         };
-        const auto emit_out = [&](int j, float o) { m.out.write(t0 + c0 + j, ocol + rank, o); };
-        if (n <= 4) {
-          delta_readout<4>(s, n, rank, emit_u, emit_out);
-        } else if (n <= 8) {
-          delta_readout<8>(s, n, rank, emit_u, emit_out);
-        } else {
-          delta_readout<kC>(s, n, rank, emit_u, emit_out);
-        }
+        const auto emit_out = [&](int j, int, float o) { m.out.write(t0 + c0 + j, ocol + rank, o); };
+        readout_columns<1>(s, n, rank, emit_u, emit_out);
       }
       if (record) write_key_records(team, s, int(it.ring_row), c0, n, kh, g, tile);
       if (!record || c0 + n < len) {
@@ -189,7 +222,22 @@ struct RecurrenceKernel {
     if (!record) {
       GDN_UNROLL
       for (int i = 0; i < kRows; ++i)
-        store_frag<kCols>(srow + lane_row<kLanes>(lane, i) * Dk, st[i]);
+        store_frag<kCols>(srow + (lane * kRows + i) * Dk, st[i]);
+    }
+  }
+
+  /// delta_readout of `W` columns from `c0` with the smallest compile-time
+  /// token bound that holds `n` (few registers for short windows).
+  template <int W, class EmitU, class EmitOut>
+  KOKKOS_FORCEINLINE_FUNCTION static void readout_columns(const Scratch& s, int n, int c0,
+                                                          const EmitU& emit_u,
+                                                          const EmitOut& emit_out) {
+    if (n <= 4) {
+      delta_readout<4, W>(s, n, c0, emit_u, emit_out);
+    } else if (n <= 8) {
+      delta_readout<8, W>(s, n, c0, emit_u, emit_out);
+    } else {
+      delta_readout<kC, W>(s, n, c0, emit_u, emit_out);
     }
   }
 
@@ -331,16 +379,6 @@ struct RecurrenceKernel {
     prefetch_tile_l2(&x(t, m.key_dim + qc), n, Dk * kA, row_bytes, team.team_rank(), kThreads);
     prefetch_tile_l2(&x(t, 2 * m.key_dim + long(h) * Dk + tcol), n, kTileCols * kA, row_bytes,
                      team.team_rank(), kThreads);
-  }
-
-  /// Host: this tile's delta factors of records c0 .. c0+n-1, from scratch.
-  KOKKOS_INLINE_FUNCTION void write_u_records(const Scratch& s, int row, int c0, int n, int kh,
-                                              int g, int tile) const {
-    const int uoff = Dk + g * Dk + tile * kTileCols;
-    for (int e = 0; e < n * kTileCols; ++e) {
-      const int j = e / kTileCols, c = e % kTileCols;
-      m.ring(row, kh, c0 + j, uoff + c) = RingT(s.u[e]);
-    }
   }
 
   /// Records of positions c0 .. c0+n-1: the key (by the key head's first

@@ -1,0 +1,239 @@
+#ifndef GDN_IMPL_STREAM_KERNEL_HPP
+#define GDN_IMPL_STREAM_KERNEL_HPP
+
+/// \file stream_kernel.hpp
+/// \brief Forward and verify over rows of at most one chunk (decode steps and
+/// verify windows) on GPUs: the state streams through registers.
+///
+/// Preconditions (checked on the host, validate.hpp): Dk == Dv == `Dk`, 64 or
+/// 128; the state pool is dense (LayoutRight) and 16-byte aligned.
+///
+/// Thread mapping (StreamShape, backend.hpp; CUDA: 2 * Dk threads, two
+/// persistent teams per SM). Work items are (sequence b, key head kh), kh
+/// fastest. Per item the team stages the chunk's keys and queries once and
+/// computes the key head's dot products and norms once (lane groups of
+/// Dk / 16 lanes, a token pair each), then takes the G value heads of the
+/// group in turn:
+/// - it stages the head's values and gates and computes its decay products;
+/// - each thread loads its fragment of the head's state, lane `l` of column
+///   group `cg` holding rows `[16 l, 16 l + 16)` (one canonical block) of
+///   columns `[cg * cols, + cols)`, every load in flight at once, and
+///   projects it on every token (step 1, `project`); a verify row that
+///   records drops the fragment there;
+/// - threads 0 .. Dv-1 run step 3 for a column each (`delta_readout`) and
+///   write the delta-factor records, while the others write the decays;
+/// - a forward row (or a verify row longer than RING_LEN) folds the chunk's
+///   records into its fragment (a verify reloads it first) and stores it.
+/// While a head computes, the next head's (or item's) state is hinted into
+/// L2. Rows longer than chunk_tokens are the tiled kernel's
+/// (recurrence_kernel.hpp, launched beside this one): both evaluate the
+/// canonical order of chunk_algebra.hpp, so the bits do not depend on which
+/// kernel took a row.
+
+#include <gdn/config.hpp>
+#include <gdn/impl/backend.hpp>
+#include <gdn/impl/chunk_algebra.hpp>
+#include <gdn/impl/params.hpp>
+
+#include <Kokkos_Core.hpp>
+
+#include <cstdint>
+#include <type_traits>
+
+namespace gdn {
+namespace Impl {
+
+/// Tokens `t .. t+n-1` of columns `c0 .. c0+width-1` of `x` into `dst`
+/// ([n][width] floats of team scratch), by `threads` threads. Rows contiguous
+/// and 16-byte aligned (`vec`): float words by async copies (completed by
+/// async_wait), bf16 words loaded 8 values at a time and widened; otherwise
+/// a value at a time.
+template <class ActT, class X>
+KOKKOS_INLINE_FUNCTION void stage_rows(int rank, int threads, float* dst, const X& x, int t, int n,
+                                       long c0, int width, bool vec) {
+  if (vec) {
+    constexpr int kE = 16 / int(sizeof(ActT));  // values per 16-byte word
+    const int words = width / kE;
+    for (int e = rank; e < n * words; e += threads) {
+      const int j = e / words, w = kE * (e % words);
+      if constexpr (std::is_same<ActT, float>::value) {
+        async_copy<16>(dst + kE * e, &x(t + j, c0 + w));
+      } else {
+        float v[kE];
+        load_frag<kE>(&x(t + j, c0 + w), v);
+        store_frag<kE>(dst + kE * e, v);
+      }
+    }
+  } else {
+    for (int e = rank; e < n * width; e += threads) {
+      const int j = e / width, i = e % width;
+      dst[e] = to_float(x(t + j, c0 + i));
+    }
+  }
+}
+
+template <class ExecSpace, class ActT, class StateT, class RingT, int Dk, bool Verify>
+struct StreamKernel {
+  using Shape = StreamShape<ExecSpace, Dk>;
+  using M = typename ExecSpace::memory_space;
+  static constexpr int kLanes = Dk / kBlockRows;  // a lane per canonical block
+  static constexpr int kCols = kLanes / 2;        // columns per thread
+  static constexpr int kRows = kBlockRows;        // rows per thread
+  static constexpr int kThreads = Shape::threads;
+  static constexpr int kColGroups = kThreads / kLanes;
+  static constexpr int kC = chunk_tokens;
+  static_assert(kColGroups * kCols == Dk, "the team covers every column of a head");
+  using Scratch = ChunkScratch<Dk, kC, Dk, true>;
+  using Policy = Kokkos::TeamPolicy<ExecSpace, Kokkos::LaunchBounds<kThreads, Shape::min_teams>,
+                                    TeamKernelLaunch>;
+  using Member = typename Policy::member_type;
+  using ScratchView =
+      Kokkos::View<float*, typename ExecSpace::scratch_memory_space, Kokkos::MemoryUnmanaged>;
+
+  RecurrenceParams<ActT, StateT, RingT, M> m;
+  int m_items = 0;  // B * nk
+  int m_nk = 0;
+
+  /// Team scratch in bytes (16 bytes of slack for alignment).
+  static constexpr int scratch_bytes() { return int(sizeof(float)) * (Scratch::kFloats + 4); }
+  static long long items(long long batch, int nk) { return batch * nk; }
+  static long long league(const ExecSpace& space, long long items) {
+    return Shape::league(space, items);
+  }
+
+  /// A work item and the index entries it reads; len 0: nothing to do.
+  struct Item {
+    int b = 0, kh = 0, t0 = 0, len = 0;
+    std::uint32_t slot = 0, ring_row = 0;
+  };
+
+  KOKKOS_INLINE_FUNCTION Item item_at(int item) const {
+    Item it;
+    it.b = item / m_nk;
+    it.kh = item - it.b * m_nk;
+    const std::uint32_t o0 = m.in.row_offsets(it.b), o1 = m.in.row_offsets(it.b + 1);
+    it.slot = m.slots(it.b);
+    if constexpr (Verify) it.ring_row = m.ring_slots(it.b);
+    it.t0 = static_cast<int>(o0);
+    it.len = static_cast<int>(o1) - it.t0;
+    return it;
+  }
+
+  /// Items league_rank, + league_size, ...; the next item's index entries
+  /// are loaded while the current one runs.
+  KOKKOS_INLINE_FUNCTION void operator()(const Member& team) const {
+    int item = team.league_rank();
+    if (item >= m_items) return;
+    ScratchView area(team.team_scratch(0), Scratch::kFloats + 4);
+    const Scratch s(align16(area.data()));
+    Item cur = item_at(item);
+    for (; item < m_items; item += team.league_size()) {
+      const int next = item + team.league_size();
+      const Item nxt = next < m_items ? item_at(next) : Item();
+      if (cur.len > 0 && cur.len <= kC) run_item(team, s, cur, nxt);
+      cur = nxt;
+    }
+  }
+
+  KOKKOS_INLINE_FUNCTION void run_item(const Member& team, const Scratch& s, const Item& it,
+                                       const Item& nxt) const {
+    const int t0 = it.t0, n = it.len, kh = it.kh, G = m.group;
+    const bool record = Verify && n <= m.ring_len;
+    const int rank = team.team_rank();
+    const int lane = rank % kLanes;
+    const int cg = rank / kLanes;
+    const int col0 = cg * kCols;
+    const unsigned mask = group_mask<kLanes>(rank);
+    const int row = static_cast<int>(it.ring_row);
+    const auto& x = m.in.m_qkv;
+
+    team.team_barrier();  // the last item's readers are done with scratch
+    stage_rows<ActT>(rank, kThreads, s.k, x, t0, n, m.key_dim + long(kh) * Dk, Dk, m.vec_qkv);
+    stage_rows<ActT>(rank, kThreads, s.q, x, t0, n, long(kh) * Dk, Dk, m.vec_qkv);
+    async_wait();
+    team.team_barrier();
+    for (int e = cg; e < n * n; e += kColGroups) {  // token pairs, a lane group each
+      const int j = e / n, i = e % n;
+      if (i <= j) {
+        float kk, kq;
+        key_pair_dots<kLanes>(s, j, i, lane, mask, m.q_scale, kk, kq);
+        if (lane == 0) {
+          s.dkk[j * kC + i] = kk;
+          s.dkq[j * kC + i] = kq;
+        }
+      }
+    }
+    if (record) {
+      for (int e = rank; e < n * Dk; e += kThreads) {
+        const int j = e / Dk, i = e % Dk;
+        m.ring(row, kh, j, i) = RingT(s.k[e]);
+      }
+    }
+    for (int g = 0; g < G; ++g) {
+      const int h = kh * G + g;
+      StateT* const frag = &m.state(it.slot, h, lane * kRows, col0);
+      float st[kRows][kCols];
+      GDN_UNROLL
+      for (int i = 0; i < kRows; ++i) load_frag<kCols>(frag + i * Dk, st[i]);
+      team.team_barrier();  // the last head's step 3 and fold are done with scratch
+      stage_rows<ActT>(rank, kThreads, s.v, x, t0, n, 2 * m.key_dim + long(h) * Dk, Dk,
+                       m.vec_qkv);
+      for (int j = rank; j < n; j += kThreads) {
+        s.a[j] = m.in.decay(t0 + j, h);
+        s.beta[j] = m.in.beta(t0 + j, h);
+      }
+      async_wait();
+      team.team_barrier();
+      for (int e = rank; e < n * n; e += kThreads) {
+        const int j = e / n, i = e % n;
+        if (i <= j) head_pair_coefficients(s, j, i, s.dkk[j * kC + i], s.dkq[j * kC + i]);
+      }
+      if (g + 1 < G) {
+        prefetch_head(&m.state(it.slot, h + 1, 0, 0), rank);
+      } else if (nxt.len > 0 && nxt.len <= kC) {
+        prefetch_head(&m.state(nxt.slot, nxt.kh * G, 0, 0), rank);
+      }
+      for (int j = 0; j < n; ++j) project<kLanes>(st, s, j, lane, col0);
+      team.team_barrier();  // P, R and the coefficients are in scratch
+      if (rank < Dk) {
+        const long ocol = long(h) * Dk + rank;
+        const int ucol = Dk + g * Dk + rank;
+        const auto emit_u = [&](int j, int, float u) {
+          if (record) m.ring(row, kh, j, ucol) = RingT(u);
+        };
+        const auto emit_out = [&](int j, int, float o) { m.out.write(t0 + j, ocol, o); };
+        if (n <= 4) {
+          delta_readout<4, 1>(s, n, rank, emit_u, emit_out);
+        } else if (n <= 8) {
+          delta_readout<8, 1>(s, n, rank, emit_u, emit_out);
+        } else {
+          delta_readout<kC, 1>(s, n, rank, emit_u, emit_out);
+        }
+      } else if (record) {
+        const int aoff = Dk + G * Dk + g;
+        for (int j = rank - Dk; j < n; j += kThreads - Dk) m.ring(row, kh, j, aoff) = RingT(s.a[j]);
+      }
+      if (!record) {
+        team.team_barrier();  // every column's delta factors are in scratch
+        if constexpr (Verify) {
+          GDN_UNROLL
+          for (int i = 0; i < kRows; ++i) load_frag<kCols>(frag + i * Dk, st[i]);
+        }
+        fold_fragment<kLanes>(st, lane, n, s.k, Dk, s.u + col0, Dk, s.a, 1);
+        GDN_UNROLL
+        for (int i = 0; i < kRows; ++i) store_frag<kCols>(frag + i * Dk, st[i]);
+      }
+    }
+  }
+
+  /// Hint one head's state (Dk x Dv values from `head`) into L2.
+  KOKKOS_FORCEINLINE_FUNCTION static void prefetch_head(const StateT* head, int rank) {
+    prefetch_tile_l2(head, Dk, Dk * int(sizeof(StateT)), long(Dk) * long(sizeof(StateT)), rank,
+                     kThreads);
+  }
+};
+
+}  // namespace Impl
+}  // namespace gdn
+
+#endif  // GDN_IMPL_STREAM_KERNEL_HPP
