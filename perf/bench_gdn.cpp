@@ -41,6 +41,11 @@
 // {1, 2, 4, 8, 16}. A case whose buffers exceed GDN_BENCH_MAX_GIB (default 8 on the
 // host, 100 on a GPU) is not registered.
 //
+// Older gdn sources (scripts/gpu_run.sh --baseline builds an earlier commit with this file):
+// without gdn/conv_inputs.hpp (release 0.1.0: float activations and given gates only, no
+// conv1d, no ConvFold) the act:bf16, gates:raw, conv_* and fold .../conv cases are not
+// registered; the other cases keep their names, so both builds run the same filter.
+//
 // Method.
 //   - Buffers: one set per case, allocated and filled with random values
 //     (never zeros) on the device: qkv in [-1, 1], decay in [0.8, 1), beta in
@@ -123,6 +128,13 @@
 #include <vector>
 
 #include "machine.hpp"
+
+// The engine inputs: TokenInputs<M, ActT>, GateInputs, conv1d, ConvInputs and ConvFold.
+#if __has_include(<gdn/conv_inputs.hpp>)
+#define GDN_BENCH_ENGINE_INPUTS 1
+#else
+#define GDN_BENCH_ENGINE_INPUTS 0
+#endif
 
 namespace gdn_bench {
 namespace {
@@ -478,8 +490,12 @@ struct TokenBuffers {
   Act qkv, decay, beta, out;  // [tokens, conv_dim], [tokens, nv] x 2, [tokens, value_dim]
   Kokkos::View<float*, Mem> A_log, dt_bias;  // [nv]
   Index offsets, slots;                      // [B+1], [B]
+#if GDN_BENCH_ENGINE_INPUTS
   gdn::TokenInputs<Mem, ActT> in;
   gdn::GateInputs<Mem, ActT> gates;
+#else
+  gdn::TokenInputs<Mem> in;  // float activations only (ActT = float)
+#endif
 
   explicit TokenBuffers(const Case& c) {
     const gdn::HeadConfig cfg = c.cfg();
@@ -510,7 +526,9 @@ struct TokenBuffers {
     offsets = make_index(off);
     slots = make_index(sl);
     in = {qkv, decay, beta, offsets};
+#if GDN_BENCH_ENGINE_INPUTS
     gates = {qkv, decay, beta, A_log, dt_bias, offsets};
+#endif
   }
 };
 
@@ -549,7 +567,11 @@ void run_recurrence(benchmark::State& st, const Case& c, const Settings& s) {
     });
   };
   for (auto _ : st) {
+#if GDN_BENCH_ENGINE_INPUTS
     t = c.raw_gates ? time_with(tok.gates) : time_with(tok.in);
+#else
+    t = time_with(tok.in);
+#endif
     st.SetIterationTime(t.median);
   }
   report(st, c, s, t);
@@ -587,17 +609,21 @@ void run_fold(benchmark::State& st, const Case& c, const Settings& s) {
                      conv_rows, c.window, cfg.conv_dim());
   fill_uniform(conv_state.data(), conv_state.size(), -1.0f, 1.0f, 51);
   fill_uniform(conv_ring.data(), conv_ring.size(), -1.0f, 1.0f, 52);
+#if GDN_BENCH_ENGINE_INPUTS
   const gdn::ConvFold<Mem, StateT> conv{conv_state, conv_ring};
+#endif
   Exec space;
   space.fence();
   Timing t;
   for (auto _ : st) {
     t = time_calls(s, [&] {
+#if GDN_BENCH_ENGINE_INPUTS
       if (c.conv_pools) {
         gdn::state_fold(space, cfg, state_rows, state, ring_rows, ring, accepted, conv);
-      } else {
-        gdn::state_fold(space, cfg, state_rows, state, ring_rows, ring, accepted);
+        return;
       }
+#endif
+      gdn::state_fold(space, cfg, state_rows, state, ring_rows, ring, accepted);
     });
     st.SetIterationTime(t.median);
   }
@@ -610,9 +636,15 @@ void run_fold(benchmark::State& st, const Case& c, const Settings& s) {
 
 template <class StateT>
 void run_recurrence_act(benchmark::State& st, const Case& c, const Settings& s) {
+#if GDN_BENCH_ENGINE_INPUTS
   c.bf16_act ? run_recurrence<StateT, gdn::bf16>(st, c, s)
              : run_recurrence<StateT, float>(st, c, s);
+#else
+  run_recurrence<StateT, float>(st, c, s);
+#endif
 }
+
+#if GDN_BENCH_ENGINE_INPUTS
 
 // The conv cases: activations and out of type A, W = 4 with bias.
 template <class A>
@@ -668,11 +700,15 @@ void run_conv(benchmark::State& st, const Case& c, const Settings& s) {
     st.SkipWithError(non_finite_message(bad, "out").c_str());
 }
 
+#endif  // GDN_BENCH_ENGINE_INPUTS
+
 void run_case(benchmark::State& st, const Case& c, const Settings& s) {
+#if GDN_BENCH_ENGINE_INPUTS
   if (c.conv()) {
     c.bf16_state ? run_conv<gdn::bf16>(st, c, s) : run_conv<float>(st, c, s);
     return;
   }
+#endif
   const bool fold = c.kernel == Kernel::Fold;
   if (c.bf16_state) {
     fold ? run_fold<gdn::bf16>(st, c, s) : run_recurrence_act<gdn::bf16>(st, c, s);
@@ -685,6 +721,9 @@ void run_case(benchmark::State& st, const Case& c, const Settings& s) {
 void register_cases(const Settings& s) {
   int skipped = 0;
   auto add = [&](const Case& c) {
+    if (!GDN_BENCH_ENGINE_INPUTS && (c.bf16_act || c.raw_gates || c.conv() || c.conv_pools)) {
+      return;  // not in this gdn (the header's note on older sources)
+    }
     if (c.footprint() > s.max_bytes) {
       std::printf("gdn_bench: skipped %s (%.1f GiB of buffers > GDN_BENCH_MAX_GIB)\n",
                   c.name().c_str(), c.footprint() / double(1ull << 30));

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Everything the GPU machine does, in one command (the device tool runs it in
-# the repository root with the patched Kokkos tarball carried in .deps/):
-#   bash scripts/gpu_run.sh [--bench REGEX] [--tests] [--baseline TARBALL] [--sanitize] [--ncu REGEX]
+# the repository root with the patched Kokkos tarball, and any --baseline
+# tarballs, carried in .deps/):
+#   bash scripts/gpu_run.sh [--bench REGEX] [--tests] [--baseline [NAME=]TARBALL ...] [--sanitize] [--ncu REGEX]
 # Steps run in this order, each logged under $OUT (default ./out):
 #   --tests        ctest -L cuda -LE python (CUDA test suite + install consumer)
 #   --python       also build the Python module (the interpreter: GDN_PYTHON, else the
@@ -17,6 +18,19 @@
 #   --bench RE     gdn_bench --benchmark_filter=RE -> bench_cuda.{json,md,txt},
 #                  then gdn_launch_probe -> launch_probe.txt
 #                  (GDN_BENCH_REPETITIONS=N: median of N interleaved repetitions)
+#   --baseline [NAME=]F  with --bench: build the gdn sources of tarball F
+#                  (`git archive` of an earlier commit) with this tree's perf/
+#                  drivers (they use only the public API; cases that gdn lacks
+#                  are not registered) and run the same filter ->
+#                  bench_NAME.{json,txt,md} (NAME: letters, digits, . _ -;
+#                  default baseline). Given again, one build and run per NAME.
+#                  The baselines build in the background beside this tree
+#                  (build_NAME.log), and the bench runs the builds in this
+#                  order: this tree (bench_cuda), each baseline in the order
+#                  given, this tree again (bench_cuda_again); the two runs of
+#                  this tree bracket the baselines, so a drift of the machine
+#                  shows as a difference between them. perf/ab.py then
+#                  tabulates all runs against the first baseline -> ab.txt
 #   --ncu RE       ncu (clocks untouched) on the first gdn kernel of the first
 #                  benchmark matching RE (GDN_NCU_KERNEL: kernel regex) ->
 #                  ncu_details.txt, ncu_source_sass.csv.gz; given again, the
@@ -25,10 +39,6 @@
 #                  -> sass_lines.txt.gz) and each profile's instructions by
 #                  source line (perf/sass_breakdown.py --lines -> ncu_lines.txt;
 #                  GDN_NCU_ITEMS: work items x warps, default 65536)
-#   --baseline F  build the gdn sources of tarball F (`git archive` of an
-#                  earlier commit) with this tree's perf/ drivers (they use
-#                  only the public API) and run the same bench filter
-#                  -> bench_baseline.{json,txt,md}: old and new in one call
 # A summary line per step is printed as it completes (and kept in summary.txt).
 # GDN_PACK=FILE (a path outside $OUT): when the script exits, for whatever
 # reason, everything under $OUT but ncu's report goes into the tarball FILE,
@@ -37,19 +47,38 @@
 source "$(dirname "$0")/lib.sh"
 OUT=${OUT:-$GDN_ROOT/out}
 mkdir -p "$OUT"
-if [ -n "${GDN_PACK:-}" ]; then
-  pack() { tar czf "$GDN_PACK" --exclude='*.ncu-rep' -C "$OUT" . || log "packing $OUT failed"; }
-  trap pack EXIT
-fi
+# On exit, for whatever reason: the baseline builds still running are stopped (each runs in a
+# process group of its own), then $OUT is packed (GDN_PACK).
+build_pids=()
+on_exit() {
+  local p
+  for p in "${build_pids[@]}"; do kill -- "-$p" 2>/dev/null || true; done
+  if [ -n "${GDN_PACK:-}" ]; then
+    tar czf "$GDN_PACK" --exclude='*.ncu-rep' -C "$OUT" . || log "packing $OUT failed"
+  fi
+}
+trap on_exit EXIT
 do_tests=0 do_san=0 do_py=0 bench=""
-baseline="" ncu_res=()
+baselines=() ncu_res=()  # baselines: NAME=TARBALL, in the order given
+add_baseline() {  # [NAME=]TARBALL (an argument that names a file is a tarball, '=' or not)
+  local name=baseline f=$1 b
+  if [ ! -f "$1" ] && [[ $1 =~ ^([A-Za-z0-9._-]+)=(.+)$ ]]; then
+    name=${BASH_REMATCH[1]} f=${BASH_REMATCH[2]}
+  fi
+  [ -f "$f" ] || { log "--baseline $1: no file $f"; exit 2; }
+  case $name in cuda|cuda_again) log "--baseline $1: bench_$name is this tree's"; exit 2 ;; esac
+  for b in "${baselines[@]}"; do
+    [ "${b%%=*}" != "$name" ] || { log "--baseline $1: the name $name is given twice"; exit 2; }
+  done
+  baselines+=("$name=$f")
+}
 while [ $# -gt 0 ]; do
   case $1 in
     --tests) do_tests=1 ;;
     --python) do_py=1 ;;
     --sanitize) do_san=1 ;;
     --bench) bench=$2; shift ;;
-    --baseline) baseline=$2; shift ;;
+    --baseline) add_baseline "$2"; shift ;;
     --ncu) ncu_res+=("$2"); shift ;;
     *) log "unknown option $1"; exit 2 ;;
   esac
@@ -64,13 +93,37 @@ if [ "${GDN_BENCH_REPETITIONS:-1}" -gt 1 ]; then
   reps=("--benchmark_repetitions=$GDN_BENCH_REPETITIONS" --benchmark_enable_random_interleaving=true)
 fi
 run_bench() {  # dir name
+  say "gdn_bench ($2)"
   "$1/perf/gdn_bench" --benchmark_filter="$bench" --benchmark_out="$OUT/bench_$2.json" "${reps[@]}" \
     --benchmark_out_format=json --benchmark_counters_tabular=false > "$OUT/bench_$2.txt" 2>&1 || say "gdn_bench ($2) failed"
-  bench_table "$OUT/bench_$2.txt" | tee -a "$OUT/summary.txt"
+  bench_table "$OUT/bench_$2.txt" | tee -a "$OUT/summary.txt" || true  # no rows: no case matched
 }
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,memory.total --format=csv > "$OUT/gpu.txt" 2>&1 || true
 kokkos=$(kokkos_prefix cuda)
 say "kokkos ready"
+# The baselines (with --bench): sources in build/baseline-NAME-src, build in
+# build/cuda-baseline-NAME, each in the background (a process group of its own,
+# set -m) while this tree builds. The script waits for them right after its own
+# build, before any test or bench runs beside a compiler.
+build_baseline() {  # NAME TARBALL
+  local src=$GDN_ROOT/build/baseline-$1-src bdir=$GDN_ROOT/build/cuda-baseline-$1
+  rm -rf "$src" && mkdir -p "$src" && tar xzf "$2" -C "$src" &&
+    cp "$GDN_ROOT"/perf/bench_gdn.cpp "$GDN_ROOT"/perf/machine.cpp "$GDN_ROOT"/perf/machine.hpp "$src/perf/" &&
+    cmake -S "$src" -B "$bdir" -DCMAKE_BUILD_TYPE=Release "-DKokkos_ROOT=$kokkos" \
+      "-DCMAKE_CXX_COMPILER=$kokkos/bin/nvcc_wrapper" -DGDN_ENABLE_TESTS=OFF -DGDN_ENABLE_EXAMPLES=OFF \
+      -DGDN_ENABLE_BENCHMARKS=ON &&
+    cmake --build "$bdir" -j "$JOBS" --target gdn_bench
+}
+if [ ${#baselines[@]} -gt 0 ] && [ -z "$bench" ]; then
+  say "--baseline without --bench: no baseline built"
+  baselines=()
+fi
+for b in "${baselines[@]}"; do
+  set -m
+  build_baseline "${b%%=*}" "${b#*=}" > "$OUT/build_${b%%=*}.log" 2>&1 &
+  build_pids+=($!)
+  set +m
+done
 pyargs=()
 if [ "$do_py" = 1 ]; then
   py=$(gdn_python)
@@ -80,6 +133,17 @@ fi
 dir=$(configure_and_build cuda "$kokkos" -DGDN_ENABLE_TESTS=ON -DGDN_ENABLE_EXAMPLES=ON -DGDN_ENABLE_BENCHMARKS=ON "${pyargs[@]}" 2>"$OUT/build.log") ||
   { say "gdn build failed:"; tail -30 "$OUT/build.log"; exit 1; }
 say "gdn built"
+built=()  # the baselines that built, NAME=TARBALL
+for i in "${!baselines[@]}"; do
+  b=${baselines[$i]}
+  if wait "${build_pids[$i]}"; then
+    say "baseline ${b%%=*} built (${b#*=})"
+    built+=("$b")
+  else
+    say "baseline ${b%%=*}: build failed (build_${b%%=*}.log)"
+  fi
+done
+build_pids=()
 if [ "$do_tests" = 1 ]; then
   (cd "$dir" && ctest -L cuda -LE python --output-on-failure --no-tests=error) > "$OUT/ctest_cuda.log" 2>&1 && r=pass || r=FAIL
   say "ctest -L cuda: $r: $(grep -E 'tests passed|tests failed' "$OUT/ctest_cuda.log" | tail -1)"
@@ -130,10 +194,29 @@ if [ "$do_san" = 1 ]; then
   sanitize_report racecheck "${GDN_RACECHECK_FILTER:-all}" $((SECONDS - t0))
   sanitize_report memcheck "${GDN_MEMCHECK_FILTER:-all}" $((SECONDS - t0))
 fi
+# The bench: this tree, then each baseline that built, then this tree again (bench_cuda_again).
+render_bench() {  # name
+  python3 "$GDN_ROOT/perf/render.py" "$OUT/bench_$1.json" "$OUT/bench_$1.md" >/dev/null 2>&1 || true
+  grep -E '^gdn_bench: (copy_bw|fp32_peak)' "$OUT/bench_$1.txt" | tee -a "$OUT/summary.txt" || true
+}
 if [ -n "$bench" ]; then
   run_bench "$dir" cuda
-  python3 "$GDN_ROOT/perf/render.py" "$OUT/bench_cuda.json" "$OUT/bench_cuda.md" >/dev/null 2>&1 || true
-  grep -E '^gdn_bench: (copy_bw|fp32_peak)' "$OUT/bench_cuda.txt" | tee -a "$OUT/summary.txt" || true
+  render_bench cuda
+  if [ ${#built[@]} -gt 0 ]; then
+    runs=("cuda=$OUT/bench_cuda.json")
+    for b in "${built[@]}"; do
+      run_bench "$GDN_ROOT/build/cuda-baseline-${b%%=*}" "${b%%=*}"
+      render_bench "${b%%=*}"
+      runs+=("${b%%=*}=$OUT/bench_${b%%=*}.json")
+    done
+    run_bench "$dir" cuda_again
+    render_bench cuda_again
+    runs+=("cuda_again=$OUT/bench_cuda_again.json")
+    # Every case: each run's time and fraction of the roofline, and each against the first baseline.
+    python3 "$GDN_ROOT/perf/ab.py" "${runs[@]}" --field time_us --frac --ref "${built[0]%%=*}" \
+      > "$OUT/ab.txt" 2>&1 || say "perf/ab.py failed (ab.txt)"
+    tee -a "$OUT/summary.txt" < "$OUT/ab.txt"
+  fi
   "$dir/perf/gdn_launch_probe" > "$OUT/launch_probe.txt" 2>&1 || say "gdn_launch_probe failed"
   grep -E 'fenced' "$OUT/launch_probe.txt" | tee -a "$OUT/summary.txt" || true
 fi
@@ -157,20 +240,4 @@ for ncu_re in "${ncu_res[@]}"; do
     say "$p: $(grep -E '^source lines' "$OUT/${p}_lines.txt" | sed 's/kernel .*\.\.\., //')"
   fi
 done
-if [ -n "$baseline" ] && [ -n "$bench" ]; then
-  bsrc=$GDN_ROOT/build/baseline-src
-  rm -rf "$bsrc" && mkdir -p "$bsrc" && tar xzf "$baseline" -C "$bsrc"
-  cp "$GDN_ROOT"/perf/bench_gdn.cpp "$GDN_ROOT"/perf/machine.cpp "$GDN_ROOT"/perf/machine.hpp "$bsrc/perf/"
-  bdir=$GDN_ROOT/build/cuda-baseline
-  if cmake -S "$bsrc" -B "$bdir" -DCMAKE_BUILD_TYPE=Release "-DKokkos_ROOT=$kokkos" \
-       "-DCMAKE_CXX_COMPILER=$kokkos/bin/nvcc_wrapper" -DGDN_ENABLE_TESTS=OFF -DGDN_ENABLE_EXAMPLES=OFF \
-       -DGDN_ENABLE_BENCHMARKS=ON > "$OUT/build_baseline.log" 2>&1 &&
-     cmake --build "$bdir" -j "$JOBS" --target gdn_bench >> "$OUT/build_baseline.log" 2>&1; then
-    say "baseline built ($baseline)"
-    run_bench "$bdir" baseline
-    python3 "$GDN_ROOT/perf/render.py" "$OUT/bench_baseline.json" "$OUT/bench_baseline.md" >/dev/null 2>&1 || true
-  else
-    say "baseline build failed (build_baseline.log)"
-  fi
-fi
 say "done"

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""perf/targets.py, perf/render.py (also --summary) and perf/sass_breakdown.py on made-up inputs
-whose answers are known (a benchmark JSON; an ncu source CSV with its disassembly)."""
+"""perf/targets.py, perf/render.py (also --summary), perf/ab.py and perf/sass_breakdown.py on
+made-up inputs whose answers are known (benchmark JSON; an ncu source CSV with its disassembly)."""
 import csv
 import gzip
 import json
@@ -137,6 +137,41 @@ with tempfile.TemporaryDirectory() as tmp:
                        capture_output=True, text=True)
     if r.returncode == 0 or "no block marked" not in r.stderr:
         failures.append("render.py --summary: a page without markers was not refused")
+
+# perf/ab.py: three labelled runs against the second (--ref), with each run's fraction of the
+# roofline (--frac; 1e8 bytes at 1e12 B/s: 100 us); a case the third run lacks has empty cells.
+# Two files without options: the A-B table.
+ab_runs = {
+    "new": [case("verify/D128/state:float/B:256/T:1", 100.0, 1e8),
+            case("verify/D128/state:bf16/B:256/T:1/act:bf16", 50.0, 1e8)],
+    "main": [case("verify/D128/state:float/B:256/T:1", 125.0, 1e8),
+             case("verify/D128/state:bf16/B:256/T:1/act:bf16", 40.0, 1e8)],
+    "0.1.0": [case("verify/D128/state:float/B:256/T:1", 200.0, 1e8)],
+}
+with tempfile.TemporaryDirectory() as tmp:
+    args = []
+    for label, cases in ab_runs.items():
+        path = os.path.join(tmp, f"bench_{label}.json")
+        with open(path, "w", encoding="utf-8") as f:
+            json.dump({"context": {"copy_bw": "1e12", "fp32_peak": "1e15"}, "benchmarks": cases}, f)
+        args.append(f"{label}={path}")
+    ab_py = os.path.join(ROOT, "perf", "ab.py")
+    out = subprocess.run([sys.executable, ab_py, *args, "--field", "time_us", "--ref", "main",
+                          "--frac"], check=True, capture_output=True, text=True).stdout
+    rows = [l.replace(" ", "") for l in out.splitlines()]
+    for want in ("|case|newtime_us|newofroofline|maintime_us|mainofroofline|0.1.0time_us|"
+                 "0.1.0ofroofline|new/main-1|0.1.0/main-1|",
+                 "|verify/D128/state:float/B:256/T:1|100.0|100.0%|125.0|80.0%|200.0|50.0%|"
+                 "-20.0%|+60.0%|",
+                 "|verify/D128/state:bf16/B:256/T:1/act:bf16|50.0|200.0%|40.0|250.0%|||+25.0%||"):
+        if want not in rows:
+            failures.append(f"ab.py: no row {want}:\n{out}")
+    out = subprocess.run([sys.executable, ab_py, args[1].split("=", 1)[1],
+                          args[2].split("=", 1)[1], "--field", "time_us"],
+                         check=True, capture_output=True, text=True).stdout
+    if out.splitlines() != ["| case | A time_us | B time_us | B / A - 1 |", "|---|---:|---:|---:|",
+                            "| verify/D128/state:float/B:256/T:1 | 125.0 | 200.0 | +60.0 % |"]:
+        failures.append(f"ab.py: the A-B table of two files:\n{out}")
 
 # perf/sass_breakdown.py --lines: five instructions, 10 work items. The disassembly (nvdisasm -gi
 # form) puts each under its chain of inlined calls; ncu's CSV writes branch targets as addresses,
