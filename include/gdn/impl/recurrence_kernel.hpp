@@ -136,11 +136,11 @@ struct RecurrenceKernel {
   KOKKOS_INLINE_FUNCTION void run_long(const Member& team, float* base) const {
     int* const list = reinterpret_cast<int*>(base + kScratchFloats);  // [kThreads + 1]
     const int rank = team.team_rank(), stride = team.league_size();
-    for (int base = team.league_rank(); base < m_items; base += stride * kThreads) {
+    for (int first = team.league_rank(); first < m_items; first += stride * kThreads) {
       team.team_barrier();  // the last batch's readers are done with the list
       if (rank == 0) list[kThreads] = 0;
       team.team_barrier();
-      const int item = base + rank * stride;
+      const int item = first + rank * stride;
       if (item < m_items) {
         const int b = item / kTiles / m.nv;
         const int len = static_cast<int>(m.in.row_offsets(b + 1) - m.in.row_offsets(b));
