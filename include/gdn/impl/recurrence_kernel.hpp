@@ -83,7 +83,7 @@ struct RecurrenceKernel {
   }
 
   /// A work item and the index entries it reads (its row, length, pool and
-  /// ring rows), loaded together; len 0: nothing to do (or no item).
+  /// ring rows), loaded together; len 0: no item.
   struct Item {
     int b = 0, h = 0, tile = 0, t0 = 0, len = 0;
     std::uint32_t slot = 0, ring_row = 0;
@@ -106,36 +106,19 @@ struct RecurrenceKernel {
   }
 
   /// Items league_rank, + league_size, ...: on the host one item per team;
-  /// on CUDA persistent teams. A team loads its next item's index entries
-  /// while it stages the current one, then hints the next item's state tile
-  /// into L2 while it computes (run_item). With `m_long_only` (the streaming
-  /// kernel takes the rows of at most one chunk) a team first picks, up to
-  /// kThreads of its items at a time, those whose rows are longer.
+  /// on CUDA persistent teams. A team takes its items kThreads at a time:
+  /// each thread checks one item's row (with `m_long_only`, beside the
+  /// streaming kernel, only rows longer than a chunk are taken), the taken
+  /// ones are listed in scratch (in any order: items are independent), then
+  /// run, each hinting the next one's state tile into L2 while it computes.
   KOKKOS_INLINE_FUNCTION void operator()(const Member& team) const {
-    int item = team.league_rank();
-    if (item >= m_items) return;
+    if (team.league_rank() >= m_items) return;
     // Team scratch is taken once per team: every take advances Kokkos' scratch pointer.
     ScratchView area(team.team_scratch(0), kListFloats);
     float* const base = area.data();
-    if (m_long_only) {
-      run_long(team, base);
-      return;
-    }
-    Item cur = item_at(item);
-    for (; item < m_items; item += team.league_size()) {
-      const int next = item + team.league_size();
-      const Item nxt = next < m_items ? item_at(next) : Item();
-      if (cur.len > 0) run_item(team, base, cur, nxt);
-      cur = nxt;
-    }
-  }
-
-  /// The team's items of rows longer than a chunk: each thread checks one
-  /// item of a batch of kThreads, the taken ones are listed in scratch (in
-  /// any order: items are independent), then run.
-  KOKKOS_INLINE_FUNCTION void run_long(const Member& team, float* base) const {
     int* const list = reinterpret_cast<int*>(base + kScratchFloats);  // [kThreads + 1]
     const int rank = team.team_rank(), stride = team.league_size();
+    const int shortest = m_long_only ? kC + 1 : 1;
     for (int first = team.league_rank(); first < m_items; first += stride * kThreads) {
       team.team_barrier();  // the last batch's readers are done with the list
       if (rank == 0) list[kThreads] = 0;
@@ -144,15 +127,20 @@ struct RecurrenceKernel {
       if (item < m_items) {
         const int b = item / kTiles / m.nv;
         const int len = static_cast<int>(m.in.row_offsets(b + 1) - m.in.row_offsets(b));
-        if (len > kC) list[Kokkos::atomic_fetch_add(&list[kThreads], 1)] = item;
+        if (len >= shortest) list[Kokkos::atomic_fetch_add(&list[kThreads], 1)] = item;
       }
       team.team_barrier();
       const int count = list[kThreads];
-      for (int q = 0; q < count; ++q) run_item(team, base, item_at(list[q]), Item());
+      Item cur = count > 0 ? item_at(list[0]) : Item();
+      for (int q = 0; q < count; ++q) {
+        const Item nxt = q + 1 < count ? item_at(list[q + 1]) : Item();
+        run_item(team, base, cur, nxt);
+        cur = nxt;
+      }
     }
   }
 
-  KOKKOS_INLINE_FUNCTION void run_item(const Member& team, float* base, const Item& it,
+  KOKKOS_FORCEINLINE_FUNCTION void run_item(const Member& team, float* base, const Item& it,
                                        const Item& nxt) const {
     const int tile = it.tile, h = it.h, t0 = it.t0, len = it.len;
     const bool record = Verify && len <= m.ring_len;

@@ -135,7 +135,7 @@ struct StreamKernel {
     }
   }
 
-  KOKKOS_INLINE_FUNCTION void run_item(const Member& team, const Scratch& s, const Item& it,
+  KOKKOS_FORCEINLINE_FUNCTION void run_item(const Member& team, const Scratch& s, const Item& it,
                                        const Item& nxt) const {
     const int t0 = it.t0, n = it.len, kh = it.kh, G = m.group;
     const bool record = Verify && n <= m.ring_len;
