@@ -36,8 +36,12 @@ KOKKOS_FORCEINLINE_FUNCTION float pow2_fixed(int k) {
 /// exp(x): x = k ln(2) + r with |r| <= ln(2)/2 (k = x log2(e) rounded to an
 /// integer by adding 1.5 * 2^23 in one fma, where the float spacing is 1),
 /// exp(r) by its Taylor polynomial of degree 7 (truncation below 0.1 ulp)
-/// in Horner form, then the scaling by 2^k in two exact-power multiplies,
-/// so that a subnormal result is rounded once. x - k ln(2) in two fmas: the
+/// in Horner form, then the scaling by 2^k in two multiplies by powers of 2.
+/// Where the result is subnormal (k < -126), p is first rounded to the
+/// result's spacing (2^-149 / 2^k) by adding and subtracting 2^(-126 - k),
+/// so the scaling is exact everywhere: the result is rounded once, and a
+/// compiler that fuses the last product into a following addition cannot
+/// change a bit. x - k ln(2) in two fmas: the
 /// first is exact, since x and k * kLn2Hi are multiples of 2^-25 that differ
 /// by less than 1/2. Above 88.7228317 (the largest float whose exp is finite)
 /// the result is +inf, below -104 (exp < 2^-150) it is 0; NaN stays NaN.
@@ -59,6 +63,8 @@ KOKKOS_FORCEINLINE_FUNCTION float exp_fixed(float x) {
   p = fmaf(p, r, 0.5f);
   p = fmaf(p, r, 1.0f);
   p = fmaf(p, r, 1.0f);
+  const float m = k < -126 ? bits_to_float(static_cast<std::uint32_t>(1 - k) << 23) : 0.0f;
+  p = (p + m) - m;       // p + m lies in [m, 2m), where the float spacing is 2^-149 / 2^k
   const int k1 = k / 2;  // both halves within -75 .. 64: 2^k1 and 2^(k - k1) are normal
   const float y = (p * pow2_fixed(k1)) * pow2_fixed(k - k1);
   const float inf = bits_to_float(0x7f800000u);
