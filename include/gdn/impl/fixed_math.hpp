@@ -8,9 +8,9 @@
 /// The platforms' expf and log1pf are different implementations (the host's
 /// C library, CUDA's device functions) and may differ in the last bit. These
 /// use only operations IEEE 754 rounds correctly everywhere: explicit fmaf,
-/// `/`, `+` and `-` of values that are not plain products, products that feed
-/// no addition (a compiler may fuse `a * b + c` into one fma on one platform
-/// and not on another), comparisons and bit manipulation. Both are within
+/// `/`, `+` and `-` of values that are not rounded products, products that
+/// feed no addition or are exact (a compiler may fuse `a * b + c` into one
+/// fma on one platform and not on another), comparisons and bit manipulation. Both are within
 /// 1 ulp of the exact result over the whole float range (tests/test_fixed_math.cpp
 /// measures it), subnormal results included.
 
