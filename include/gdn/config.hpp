@@ -80,9 +80,10 @@ struct TokenInputs {
 ///     decay = exp(-(exp(A_log[h]) * softplus(x))),  softplus(x) = x > 20 ? x : log1p(exp(x))
 ///     beta  = 1 / (1 + exp(-b[t, h]))
 ///
-/// and uses them exactly as it uses given ones (the ring records the decay it
-/// computed, so the fold stays exact). `A_log` and `dt_bias` are float32
-/// whatever `ActT` is.
+/// with exp and log1p the library's own (impl/fixed_math.hpp: the same bits
+/// on every backend), and uses them exactly as it uses given ones (the ring
+/// records the decay it computed, so the fold stays exact). `A_log` and
+/// `dt_bias` are float32 whatever `ActT` is.
 template <class MemorySpace, class ActT = float>
 struct GateInputs {
   static_assert(Impl::IsStorageType<ActT>::value,

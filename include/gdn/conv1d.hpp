@@ -13,11 +13,12 @@
 ///
 ///     acc = bias[c] (0 without a bias)
 ///     acc = fmaf(weight(c, j), h[p + j], acc)   for j = 0 .. W-1 (oldest tap first)
-///     y[p, c] = acc / (1 + expf(-acc))          (SiLU)
+///     y[p, c] = acc / (1 + exp(-acc))           (SiLU)
 ///
 /// in float32 (bf16 inputs are widened exactly; a bf16 output is rounded to
-/// nearest even). The forward, the verify and the fold share this one order,
-/// so their results are bit-identical. The kernels are in impl/conv_kernel.hpp.
+/// nearest even), exp the library's own (impl/fixed_math.hpp). The forward,
+/// the verify and the fold share this one order, so their results are
+/// bit-identical, on every backend. The kernels are in impl/conv_kernel.hpp.
 
 #include <gdn/bf16.hpp>
 #include <gdn/config.hpp>

@@ -28,6 +28,7 @@
 #include <gdn/bf16.hpp>
 #include <gdn/impl/backend.hpp>
 #include <gdn/impl/conv_launch.hpp>
+#include <gdn/impl/fixed_math.hpp>
 
 #include <Kokkos_Core.hpp>
 
@@ -65,7 +66,8 @@ struct ConvShape<Kokkos::Cuda> {
 #endif
 
 /// One output: `acc = bias; acc = fmaf(w[j], h[j], acc)` for the taps oldest
-/// to newest (h[W-1] the current token), then SiLU `acc / (1 + expf(-acc))`.
+/// to newest (h[W-1] the current token), then SiLU `acc / (1 + exp(-acc))`
+/// with the library's exp (fixed_math.hpp), the same bits on every backend.
 /// Every forward and verify output goes through this function: the one order
 /// the bit-exact promises rest on.
 template <int W>
@@ -73,7 +75,7 @@ KOKKOS_FORCEINLINE_FUNCTION float conv_output(const float (&w)[W], const float (
                                               float bias) {
   float acc = bias;
   for (int j = 0; j < W; ++j) acc = fmaf(w[j], h[j], acc);
-  return acc / (1.0f + expf(-acc));
+  return acc / (1.0f + exp_fixed(-acc));
 }
 
 template <class ExecSpace, class T, class Y, int W, bool Verify, int V>

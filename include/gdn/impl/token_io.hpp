@@ -16,6 +16,7 @@
 
 #include <gdn/bf16.hpp>
 #include <gdn/config.hpp>
+#include <gdn/impl/fixed_math.hpp>
 
 #include <Kokkos_Core.hpp>
 
@@ -27,29 +28,33 @@ namespace Impl {
 
 /// `x > 20 ? x : log1p(exp(x))` (torch's softplus with threshold 20): exp
 /// overflows no earlier than x = 88, and above 20 log1p(exp(x)) rounds to x
-/// in float32 anyway.
-KOKKOS_FORCEINLINE_FUNCTION float softplus(float x) { return x > 20.0f ? x : log1pf(expf(x)); }
+/// in float32 anyway. exp and log1p are the library's own (fixed_math.hpp),
+/// so every backend computes the same bits.
+KOKKOS_FORCEINLINE_FUNCTION float softplus(float x) {
+  return x > 20.0f ? x : log1p_fixed(exp_fixed(x));
+}
 
 /// The decay of raw gate input `a` for a head with parameters `A_log`,
 /// `dt_bias`: `exp(-(exp(A_log) * softplus(a + dt_bias)))`, each operation
-/// rounded to float32 once, in this order. The product is a separately
-/// rounded multiply on every backend (`__fmul_rn` on CUDA, which the
-/// compiler never fuses into a neighbouring add), so forward and verify
-/// compute the same bits.
+/// rounded to float32 once, in this order, exp the library's own. The
+/// product is a separately rounded multiply on every backend (`__fmul_rn` on
+/// CUDA, which the compiler never fuses into a neighbouring add; on the host
+/// it feeds only a negation), so every kernel of every backend computes the
+/// same bits.
 KOKKOS_FORCEINLINE_FUNCTION float gate_decay(float a, float A_log, float dt_bias) {
-  const float rate = expf(A_log);
+  const float rate = exp_fixed(A_log);
   const float sp = softplus(a + dt_bias);
 #ifdef __CUDA_ARCH__
   const float e = __fmul_rn(rate, sp);
 #else
   const float e = rate * sp;
 #endif
-  return expf(-e);
+  return exp_fixed(-e);
 }
 
 /// The beta of raw input `b`: `1 / (1 + exp(-b))` (0 for b below about -88,
-/// 1 above about 17; never NaN for a finite b).
-KOKKOS_FORCEINLINE_FUNCTION float gate_beta(float b) { return 1.0f / (1.0f + expf(-b)); }
+/// 1 above about 17; never NaN for a finite b), exp the library's own.
+KOKKOS_FORCEINLINE_FUNCTION float gate_beta(float b) { return 1.0f / (1.0f + exp_fixed(-b)); }
 
 /// The kernel's view of either input form with activation type `ActT`.
 /// Accessors take flat token `t`, channel `c` or value head `h`.
