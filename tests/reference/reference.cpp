@@ -1,10 +1,26 @@
 #include "reference.hpp"
 
+#include <KokkosBatched_Gemv_Decl.hpp>
+#include <KokkosBatched_Gemv_Serial_Impl.hpp>
+#include <Kokkos_Core.hpp>
+
 #include <cmath>
 
 namespace gdn_ref {
 
 namespace {
+using HostMatrix =
+    Kokkos::View<double**, Kokkos::LayoutRight, Kokkos::HostSpace, Kokkos::MemoryUnmanaged>;
+using HostVector = Kokkos::View<double*, Kokkos::HostSpace, Kokkos::MemoryUnmanaged>;
+
+/// y = S^T x for the row-major dk x dv state S, by Kokkos Kernels' serial
+/// batched GEMV (float64; its order enters no promise of the library).
+void state_transpose_times(double* S, int dk, int dv, double* x, double* y) {
+  namespace KB = KokkosBatched;
+  KB::SerialGemv<KB::Trans::Transpose, KB::Algo::Gemv::Unblocked>::invoke(
+      1.0, HostMatrix(S, dk, dv), HostVector(x, dk), 0.0, HostVector(y, dv));
+}
+
 void run(const Geometry& g, const Tokens& in, const float* decay_f, const double* decay_d,
          const float* beta_f, const double* beta_d, int t0, int t1, std::vector<double>& state,
          std::vector<double>& out, std::vector<RefStep>* deltas) {
@@ -31,19 +47,13 @@ void run(const Geometry& g, const Tokens& in, const float* decay_f, const double
       const double kinv = 1.0 / std::sqrt(kk + 1e-6);
       double* S = &state[std::size_t(h) * g.dk * g.dv];
       for (int e = 0; e < g.dk * g.dv; ++e) S[e] *= decay;
-      std::vector<double> u(g.dv);
-      for (int j = 0; j < g.dv; ++j) {
-        double kv = 0;
-        for (int i = 0; i < g.dk; ++i) kv += S[i * g.dv + j] * k[i];
-        u[j] = beta * (v[j] - kv * kinv) * kinv;
-      }
+      std::vector<double> u(g.dv), kv(g.dv), o(g.dv);
+      state_transpose_times(S, g.dk, g.dv, k.data(), kv.data());
+      for (int j = 0; j < g.dv; ++j) u[j] = beta * (v[j] - kv[j] * kinv) * kinv;
       for (int i = 0; i < g.dk; ++i)
         for (int j = 0; j < g.dv; ++j) S[i * g.dv + j] += k[i] * u[j];
-      for (int j = 0; j < g.dv; ++j) {
-        double o = 0;
-        for (int i = 0; i < g.dk; ++i) o += S[i * g.dv + j] * q[i];
-        out[std::size_t(t) * g.value_dim() + h * g.dv + j] = qf * o;
-      }
+      state_transpose_times(S, g.dk, g.dv, q.data(), o.data());
+      for (int j = 0; j < g.dv; ++j) out[std::size_t(t) * g.value_dim() + h * g.dv + j] = qf * o[j];
       if (deltas) (*deltas)[std::size_t(t - t0) * g.nv + h].u = u;
     }
   }
