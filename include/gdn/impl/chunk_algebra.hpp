@@ -244,6 +244,44 @@ KOKKOS_FORCEINLINE_FUNCTION void chunk_coefficients(const S& s, int j, int i, in
 /// only the loop order depends on it, never a sum's order.
 constexpr int kHostColBlock = 16;
 
+/// The host's step 1 for `CB` columns from `cb` of the tile `st` on key row
+/// `k` and query row `q`: the canonical tree over blocks `Off`, `Off +
+/// Stride`, ... (NB / Stride of them) into `pk`, `pq`. One block: its fma
+/// chain over 16 rows; more: the tree of the even-numbered half plus the
+/// tree of the odd-numbered half (for NB = 8: ((b0+b4)+(b2+b6)) +
+/// ((b1+b5)+(b3+b7)), block_tree's order), evaluated depth first so that
+/// only a few partial vectors are live at once.
+template <int Off, int Stride, int NB, int Rows, int Cols, int CB>
+KOKKOS_FORCEINLINE_FUNCTION void host_block_tree(const float (&st)[Rows][Cols], int cb,
+                                                 const float* k, const float* q, float (&pk)[CB],
+                                                 float (&pq)[CB]) {
+  if constexpr (Stride >= NB) {
+    GDN_SIMD
+    for (int c = 0; c < CB; ++c) {
+      pk[c] = 0.0f;
+      pq[c] = 0.0f;
+    }
+    for (int r = 0; r < kBlockRows; ++r) {
+      const int i = Off * kBlockRows + r;
+      const float kr = k[i], qr = q[i];
+      GDN_SIMD
+      for (int c = 0; c < CB; ++c) {
+        pk[c] = fmaf(st[i][cb + c], kr, pk[c]);
+        pq[c] = fmaf(st[i][cb + c], qr, pq[c]);
+      }
+    }
+  } else {
+    float rk[CB], rq[CB];
+    host_block_tree<Off, 2 * Stride, NB>(st, cb, k, q, pk, pq);
+    host_block_tree<Off + Stride, 2 * Stride, NB>(st, cb, k, q, rk, rq);
+    GDN_SIMD
+    for (int c = 0; c < CB; ++c) {
+      pk[c] = pk[c] + rk[c];
+      pq[c] = pq[c] + rq[c];
+    }
+  }
+}
+
 /// Step 1 for one token `j` on a thread's fragment, in the canonical order.
 ///
 /// GPU (`Lanes` = Dk / 16 lanes per column group): the fragment is lane
@@ -264,38 +302,14 @@ KOKKOS_FORCEINLINE_FUNCTION void project(const float (&st)[Rows][Cols], const S&
     (void)lane;
     constexpr int kNB = Dk / kBlockRows;
     constexpr int CB = Cols < kHostColBlock ? Cols : kHostColBlock;
-    static_assert(Rows == Dk, "one lane holds every row");
+    static_assert(Rows == Dk && Cols % CB == 0, "one lane holds every row");
     for (int cb = 0; cb < Cols; cb += CB) {
-      float pk[kNB][CB], pq[kNB][CB];
-      for (int b = 0; b < kNB; ++b) {
-        GDN_SIMD
-        for (int c = 0; c < CB; ++c) {
-          pk[b][c] = 0.0f;
-          pq[b][c] = 0.0f;
-        }
-        for (int r = 0; r < kBlockRows; ++r) {
-          const int i = b * kBlockRows + r;
-          const float kr = kj[i], qr = qj[i];
-          GDN_SIMD
-          for (int c = 0; c < CB; ++c) {
-            pk[b][c] = fmaf(st[i][cb + c], kr, pk[b][c]);
-            pq[b][c] = fmaf(st[i][cb + c], qr, pq[b][c]);
-          }
-        }
-      }
-      for (int w = kNB / 2; w >= 1; w /= 2) {
-        for (int e = 0; e < w; ++e) {
-          GDN_SIMD
-          for (int c = 0; c < CB; ++c) {
-            pk[e][c] = pk[e][c] + pk[e + w][c];
-            pq[e][c] = pq[e][c] + pq[e + w][c];
-          }
-        }
-      }
+      float pk[CB], pq[CB];
+      host_block_tree<0, 1, kNB>(st, cb, kj, qj, pk, pq);
       GDN_SIMD
       for (int c = 0; c < CB; ++c) {
-        s.p[j * kLd + col0 + cb + c] = pk[0][c];
-        s.r[j * kLd + col0 + cb + c] = pq[0][c];
+        s.p[j * kLd + col0 + cb + c] = pk[c];
+        s.r[j * kLd + col0 + cb + c] = pq[c];
       }
     }
   } else {
