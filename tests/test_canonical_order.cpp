@@ -6,6 +6,7 @@
 
 #include <gdn/config.hpp>
 #include <gdn/impl/chunk_algebra.hpp>
+#include <gdn/impl/host_algebra.hpp>
 
 #include <gtest/gtest.h>
 
@@ -55,7 +56,7 @@ void check_host_order() {
   static float st[Dk][kCols];
   for (auto& row : st)
     for (auto& v : row) v = draw();
-  for (int j = 0; j < n; ++j) gdn::Impl::project<1>(st, s, j, 0, 0);
+  for (int j = 0; j < n; ++j) gdn::Impl::host_project(st, s, j, 0);
   int differ = 0;
   std::vector<float> col(Dk);
   for (int j = 0; j < n; ++j) {
@@ -65,9 +66,25 @@ void check_host_order() {
       differ += !same(s.r[j * kCols + c], spec_dot(col.data(), s.q + j * Dk, Dk));
     }
     for (int i = 0; i <= j; ++i) {
-      const float kq = gdn::Impl::group_dot<1, Dk>(s.k + i * Dk, s.q + j * Dk, 0, 0u);
+      std::vector<float> kt(Dk), qt(Dk);
+      gdn::Impl::interleave_blocks<Dk>(s.k + i * Dk, kt.data());
+      gdn::Impl::interleave_blocks<Dk>(s.q + j * Dk, qt.data());
+      const float kq = gdn::Impl::interleaved_dot<Dk>(kt.data(), qt.data());
       differ += !same(kq, spec_dot(s.k + i * Dk, s.q + j * Dk, Dk));
     }
+  }
+  // The chunk's Gram entries as the kernels compute them (unit decays: the
+  // coefficients are the raw dot products).
+  for (int j = 0; j < n; ++j) s.a[j] = 1.0f;
+  gdn::Impl::host_chunk_coefficients(s, n, 1.0f);
+  constexpr int C = S::kC;
+  for (int j = 0; j < n; ++j) {
+    for (int i = 0; i <= j; ++i) {
+      differ += !same(s.akq[j * C + i], spec_dot(s.k + i * Dk, s.q + j * Dk, Dk));
+      if (i < j) differ += !same(s.akk[j * C + i], spec_dot(s.k + i * Dk, s.k + j * Dk, Dk));
+    }
+    const float kn = spec_dot(s.k + j * Dk, s.k + j * Dk, Dk);
+    differ += !same(s.kinv[j], 1.0f / std::sqrt(kn + 1e-6f));
   }
   EXPECT_EQ(differ, 0) << "Dk = " << Dk;
   // The check can fail: plain serial sums differ from the canonical ones.

@@ -24,6 +24,14 @@
 #else
 #define GDN_UNROLL
 #endif
+// GDN_HOST_UNROLL: on the host (GCC, Clang), unroll this short loop of a
+// compile-time trip count, so that a simd loop around it keeps its
+// accumulators in registers and its uniform operands hoisted.
+#if !defined(__CUDACC__) && defined(__GNUC__)
+#define GDN_HOST_UNROLL _Pragma("GCC unroll 16")
+#else
+#define GDN_HOST_UNROLL
+#endif
 // GDN_SIMD: on the host, vectorise this element-wise column loop (it
 // reorders no arithmetic: every column is computed on its own).
 #if defined(__CUDACC__) || !defined(_OPENMP)

@@ -71,32 +71,17 @@ KOKKOS_FORCEINLINE_FUNCTION float block_tree(float (&b)[NB]) {
   return b[0];
 }
 
-/// `sum_i x[i] * y[i]` over `D` floats in the canonical order; the Gram
-/// entries and the norms. One lane (host): the blocks' chains side by side
-/// (a SIMD lane each), then block_tree. `D / 16` lanes (GPU): lane `l` runs
-/// block `l`'s chain, then the xor butterfly of lane_all_sum (the same
-/// tree); every lane of the group ends with the same bits.
+/// `sum_i x[i] * y[i]` over `D` floats in the canonical order (the Gram
+/// entries and the norms) by a GPU lane group of `D / 16` lanes: lane `l`
+/// runs block `l`'s chain, then the xor butterfly of lane_all_sum (the same
+/// tree); every lane of the group ends with the same bits. The host's
+/// mapping: interleaved_dot (host_algebra.hpp).
 template <int Lanes, int D>
 KOKKOS_FORCEINLINE_FUNCTION float group_dot(const float* x, const float* y, int lane,
                                             unsigned mask) {
-  constexpr int kNB = D / kBlockRows;
-  static_assert(D % kBlockRows == 0, "whole blocks");
-  if constexpr (Lanes == 1) {
-    (void)lane;
-    (void)mask;
-    float p[kNB];
-    GDN_SIMD
-    for (int b = 0; b < kNB; ++b) p[b] = 0.0f;
-    for (int r = 0; r < kBlockRows; ++r) {
-      GDN_SIMD
-      for (int b = 0; b < kNB; ++b) p[b] = fmaf(x[b * kBlockRows + r], y[b * kBlockRows + r], p[b]);
-    }
-    return block_tree(p);
-  } else {
-    static_assert(Lanes == kNB, "a lane per block");
-    const float acc = block_chain(x + lane * kBlockRows, y + lane * kBlockRows);
-    return lane_all_sum<Lanes>(acc, mask);
-  }
+  static_assert(D % kBlockRows == 0 && Lanes == D / kBlockRows, "a lane per block");
+  const float acc = block_chain(x + lane * kBlockRows, y + lane * kBlockRows);
+  return lane_all_sum<Lanes>(acc, mask);
 }
 
 /// `num / sqrt(sum_sq + 1e-6)`: a key's inverse norm (num = 1) or a query's
@@ -244,99 +229,43 @@ KOKKOS_FORCEINLINE_FUNCTION void chunk_coefficients(const S& s, int j, int i, in
 /// only the loop order depends on it, never a sum's order.
 constexpr int kHostColBlock = 16;
 
-/// The host's step 1 for `CB` columns from `cb` of the tile `st` on key row
-/// `k` and query row `q`: the canonical tree over blocks `Off`, `Off +
-/// Stride`, ... (NB / Stride of them) into `pk`, `pq`. One block: its fma
-/// chain over 16 rows; more: the tree of the even-numbered half plus the
-/// tree of the odd-numbered half (for NB = 8: ((b0+b4)+(b2+b6)) +
-/// ((b1+b5)+(b3+b7)), block_tree's order), evaluated depth first so that
-/// only a few partial vectors are live at once.
-template <int Off, int Stride, int NB, int Rows, int Cols, int CB>
-KOKKOS_FORCEINLINE_FUNCTION void host_block_tree(const float (&st)[Rows][Cols], int cb,
-                                                 const float* k, const float* q, float (&pk)[CB],
-                                                 float (&pq)[CB]) {
-  if constexpr (Stride >= NB) {
-    GDN_SIMD
-    for (int c = 0; c < CB; ++c) {
-      pk[c] = 0.0f;
-      pq[c] = 0.0f;
-    }
-    for (int r = 0; r < kBlockRows; ++r) {
-      const int i = Off * kBlockRows + r;
-      const float kr = k[i], qr = q[i];
-      GDN_SIMD
-      for (int c = 0; c < CB; ++c) {
-        pk[c] = fmaf(st[i][cb + c], kr, pk[c]);
-        pq[c] = fmaf(st[i][cb + c], qr, pq[c]);
-      }
-    }
-  } else {
-    float rk[CB], rq[CB];
-    host_block_tree<Off, 2 * Stride, NB>(st, cb, k, q, pk, pq);
-    host_block_tree<Off + Stride, 2 * Stride, NB>(st, cb, k, q, rk, rq);
-    GDN_SIMD
-    for (int c = 0; c < CB; ++c) {
-      pk[c] = pk[c] + rk[c];
-      pq[c] = pq[c] + rq[c];
-    }
-  }
-}
-
-/// Step 1 for one token `j` on a thread's fragment, in the canonical order.
-///
-/// GPU (`Lanes` = Dk / 16 lanes per column group): the fragment is lane
-/// `l`'s block, rows `[16 l, 16 l + 16)` of `Cols` columns; the lane runs the
-/// block's chain for P and R of each column, then lane_reduce_scatter applies
-/// the tree and leaves P of fragment column `l` (l < Cols) or R of column
-/// `l - Cols` in lane `l`, which writes it to scratch. Host (one lane, the
-/// whole tile): per block of kHostColBlock columns, every block's chain (a
-/// SIMD lane per column), then block_tree per column.
+/// Step 1 for one token `j` on a GPU thread's fragment, in the canonical
+/// order: the fragment is lane `l`'s block, rows `[16 l, 16 l + 16)` of
+/// `Cols` columns (`Lanes` = Dk / 16 lanes per column group); the lane runs
+/// the block's chain for P and R of each column, then lane_reduce_scatter
+/// applies the tree and leaves P of fragment column `l` (l < Cols) or R of
+/// column `l - Cols` in lane `l`, which writes it to scratch. The host's
+/// mapping: host_project (host_algebra.hpp).
 template <int Lanes, int Rows, int Cols, class S>
 KOKKOS_FORCEINLINE_FUNCTION void project(const float (&st)[Rows][Cols], const S& s, int j,
                                          int lane, int col0) {
   constexpr int Dk = S::kDk;
   constexpr int kLd = S::kCols;
+  static_assert(Rows == kBlockRows && Lanes == Dk / kBlockRows, "a lane per block");
+  static_assert(Lanes == 2 * Cols, "lane_reduce_scatter leaves one of the 2 x Cols sums per lane");
   const float* kj = s.k + j * Dk;
   const float* qj = s.q + j * Dk;
-  if constexpr (Lanes == 1) {
-    (void)lane;
-    constexpr int kNB = Dk / kBlockRows;
-    constexpr int CB = Cols < kHostColBlock ? Cols : kHostColBlock;
-    static_assert(Rows == Dk && Cols % CB == 0, "one lane holds every row");
-    for (int cb = 0; cb < Cols; cb += CB) {
-      float pk[CB], pq[CB];
-      host_block_tree<0, 1, kNB>(st, cb, kj, qj, pk, pq);
-      GDN_SIMD
-      for (int c = 0; c < CB; ++c) {
-        s.p[j * kLd + col0 + cb + c] = pk[c];
-        s.r[j * kLd + col0 + cb + c] = pq[c];
-      }
-    }
-  } else {
-    static_assert(Rows == kBlockRows && Lanes == Dk / kBlockRows, "a lane per block");
-    static_assert(Lanes == 2 * Cols, "lane_reduce_scatter leaves one of the 2 x Cols sums per lane");
-    const int r0 = lane * kBlockRows;
-    float acc[2 * Cols];
+  const int r0 = lane * kBlockRows;
+  float acc[2 * Cols];
+  GDN_UNROLL
+  for (int c = 0; c < 2 * Cols; ++c) acc[c] = 0.0f;
+  GDN_UNROLL
+  for (int i = 0; i < Rows; i += 4) {
+    float kr[4], qr[4];
+    load4(kj + r0 + i, kr);
+    load4(qj + r0 + i, qr);
     GDN_UNROLL
-    for (int c = 0; c < 2 * Cols; ++c) acc[c] = 0.0f;
-    GDN_UNROLL
-    for (int i = 0; i < Rows; i += 4) {
-      float kr[4], qr[4];
-      load4(kj + r0 + i, kr);
-      load4(qj + r0 + i, qr);
+    for (int e = 0; e < 4; ++e) {
       GDN_UNROLL
-      for (int e = 0; e < 4; ++e) {
-        GDN_UNROLL
-        for (int c = 0; c < Cols; ++c) {
-          acc[c] = fmaf(st[i + e][c], kr[e], acc[c]);
-          acc[Cols + c] = fmaf(st[i + e][c], qr[e], acc[Cols + c]);
-        }
+      for (int c = 0; c < Cols; ++c) {
+        acc[c] = fmaf(st[i + e][c], kr[e], acc[c]);
+        acc[Cols + c] = fmaf(st[i + e][c], qr[e], acc[Cols + c]);
       }
     }
-    const float sum = lane_reduce_scatter<Lanes>(acc, lane);
-    float* dst = lane < Cols ? s.p : s.r;
-    dst[j * kLd + col0 + (lane % Cols)] = sum;
   }
+  const float sum = lane_reduce_scatter<Lanes>(acc, lane);
+  float* dst = lane < Cols ? s.p : s.r;
+  dst[j * kLd + col0 + (lane % Cols)] = sum;
 }
 
 /// Step 3 for `W` consecutive columns `c0 .. c0 + W - 1` of the staged tile

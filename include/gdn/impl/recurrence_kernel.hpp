@@ -32,6 +32,7 @@
 #include <gdn/config.hpp>
 #include <gdn/impl/backend.hpp>
 #include <gdn/impl/chunk_algebra.hpp>
+#include <gdn/impl/host_algebra.hpp>
 #include <gdn/impl/params.hpp>
 
 #include <Kokkos_Core.hpp>
@@ -173,11 +174,16 @@ struct RecurrenceKernel {
                          kTileCols * int(sizeof(StateT)), long(Dk) * long(sizeof(StateT)), rank,
                          kThreads);
       }
-      for (int e = cg; e < n * n; e += Traits::col_groups) {  // token pairs, a lane group each
-        const int j = e / n, i = e % n;
-        if (i <= j) chunk_coefficients<kLanes>(s, j, i, lane, mask, m.q_scale);
+      if constexpr (kThreads == 1) {  // host: SIMD over blocks (dots) and columns (step 1)
+        host_chunk_coefficients(s, n, m.q_scale);
+        for (int j = 0; j < n; ++j) host_project(st, s, j, col0);
+      } else {
+        for (int e = cg; e < n * n; e += Traits::col_groups) {  // token pairs, a lane group each
+          const int j = e / n, i = e % n;
+          if (i <= j) chunk_coefficients<kLanes>(s, j, i, lane, mask, m.q_scale);
+        }
+        for (int j = 0; j < n; ++j) project<kLanes>(st, s, j, lane, col0);
       }
-      for (int j = 0; j < n; ++j) project<kLanes>(st, s, j, lane, col0);
       team.team_barrier();
       const long ocol = long(h) * Dk + tcol;  // the tile's first output column
       if constexpr (kThreads == 1) {  // host: SIMD blocks of columns
