@@ -89,7 +89,7 @@ CycleResult run_cycle(const CycleSpec& cs) {
   {
     auto h = Kokkos::create_mirror(ring);
     Kokkos::deep_copy(h, ring);
-    const gdn::Experimental::RingLayout lay{cs.cfg.key_head_dim, cs.cfg.value_head_dim,
+    const gdn::RingLayout lay{cs.cfg.key_head_dim, cs.cfg.value_head_dim,
                                             cs.cfg.group_size()};
     std::vector<int> owner(ring_total, -1);
     for (int b = 0; b < B; ++b) owner[rslots[b]] = b;
@@ -111,13 +111,13 @@ CycleResult run_cycle(const CycleSpec& cs) {
             if (!should_write && !poison) ++bad_poison;
             if (should_write) {
               const int t = int(p.offsets[b]) + pos;
-              if (std::size_t(e) < lay.delta_offset(0)) {  // raw key
+              if (e < lay.delta_offset(0)) {  // raw key
                 const float k =
                     p.host
                         .qkv[std::size_t(t) * C + cs.cfg.key_dim() + kh * cs.cfg.key_head_dim + e];
                 if (to_f(v) != to_f(storage_ring<RingT>(k))) ++bad_key;
-              } else if (std::size_t(e) >= lay.decay_offset(0)) {  // decay of group position g
-                const int g = e - int(lay.decay_offset(0));
+              } else if (e >= lay.decay_offset(0)) {  // decay of group position g
+                const int g = e - lay.decay_offset(0);
                 const float d = p.host.decay[std::size_t(t) * cs.cfg.num_value_heads +
                                              kh * cs.cfg.group_size() + g];
                 if (to_f(v) != to_f(storage_ring<RingT>(d))) ++bad_decay;

@@ -187,7 +187,7 @@ void cycle(Form form, const gdn::HeadConfig& cfg, const std::vector<int>& lens, 
   const Dev<ActT> d = upload_as<ActT>(h);
   const Index d_slots = to_device(slots), d_rslots = to_device(rslots);
   const auto S0 = make_state<StateT>(B, cfg, seed + 3);
-  const gdn::Experimental::RingLayout lay{cfg.key_head_dim, cfg.value_head_dim, cfg.group_size()};
+  const gdn::RingLayout lay{cfg.key_head_dim, cfg.value_head_dim, cfg.group_size()};
   const auto ring = make_ring<float>(B, cfg, ring_len, int(lay.elements()) + 1);
 
   auto Sf = clone(S0), Sv = clone(S0);

@@ -105,7 +105,7 @@ TEST(Reference, RecordedDeltaFactors) {
                               ring);
   auto h = Kokkos::create_mirror(ring);
   Kokkos::deep_copy(h, ring);
-  const gdn::Experimental::RingLayout lay{128, 128, 2};
+  const gdn::RingLayout lay{128, 128, 2};
   const std::size_t head = std::size_t(cfg.num_value_heads) * 128 * 128;
   double num = 0, den = 0;
   for (int b = 0; b < 2; ++b) {

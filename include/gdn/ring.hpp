@@ -11,7 +11,9 @@
 ///     Dk + G*Dv + g                    decay of group position g
 ///     [ring_record_elements, record_stride)   padding, never read or written
 ///
-/// The layout is experimental: it may change between minor versions.
+/// `gdn::RingLayout` gives these offsets.
+
+#include <Kokkos_Macros.hpp>
 
 #include <cstddef>
 
@@ -23,28 +25,31 @@ constexpr std::size_t ring_record_elements(int key_head_dim, int value_head_dim,
          static_cast<std::size_t>(group_size) * (static_cast<std::size_t>(value_head_dim) + 1);
 }
 
-namespace Experimental {
-/// \brief Offsets inside one ring record (see the file comment).
+/// \brief Offsets inside one ring record (see the file comment): the one
+/// definition the kernels, the tests and callers use.
 struct RingLayout {
   int key_head_dim;
   int value_head_dim;
   int group_size;
   /// first element of the raw key
-  constexpr std::size_t key_offset() const { return 0; }
+  KOKKOS_INLINE_FUNCTION constexpr int key_offset() const { return 0; }
   /// first delta factor of group position g
-  constexpr std::size_t delta_offset(int g) const {
-    return static_cast<std::size_t>(key_head_dim) + static_cast<std::size_t>(g) * value_head_dim;
+  KOKKOS_INLINE_FUNCTION constexpr int delta_offset(int g) const {
+    return key_head_dim + g * value_head_dim;
   }
   /// the decay of group position g
-  constexpr std::size_t decay_offset(int g) const {
-    return static_cast<std::size_t>(key_head_dim) +
-           static_cast<std::size_t>(group_size) * value_head_dim + g;
+  KOKKOS_INLINE_FUNCTION constexpr int decay_offset(int g) const {
+    return key_head_dim + group_size * value_head_dim + g;
   }
   /// elements used by one record
-  constexpr std::size_t elements() const {
-    return ring_record_elements(key_head_dim, value_head_dim, group_size);
+  KOKKOS_INLINE_FUNCTION constexpr int elements() const {
+    return key_head_dim + group_size * (value_head_dim + 1);
   }
 };
+
+namespace Experimental {
+/// The name of RingLayout before it was stable.
+using RingLayout [[deprecated("use gdn::RingLayout")]] = gdn::RingLayout;
 }  // namespace Experimental
 
 }  // namespace gdn

@@ -36,6 +36,7 @@
 #include <gdn/impl/backend.hpp>
 #include <gdn/impl/chunk_algebra.hpp>
 #include <gdn/impl/params.hpp>
+#include <gdn/ring.hpp>
 
 #include <Kokkos_Core.hpp>
 
@@ -207,8 +208,8 @@ struct FoldKernel {
     GDN_UNROLL
     for (int i = 0; i < kRows; ++i) load_frag<kCols>(frag + i * Dk, st[i]);
 
-    const int uoff = Dk + g * Dk + tcol;
-    const int aoff = Dk + m.group * Dk + g;
+    const int uoff = RingLayout{Dk, Dk, m.group}.delta_offset(g) + tcol;
+    const int aoff = RingLayout{Dk, Dk, m.group}.decay_offset(g);
     for (int p0 = 0; p0 < n; p0 += kC) {
       const int cnt = n - p0 < kC ? n - p0 : kC;
       team.team_barrier();  // the last records' (or item's) readers are done with scratch

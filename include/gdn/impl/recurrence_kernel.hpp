@@ -34,6 +34,7 @@
 #include <gdn/impl/chunk_algebra.hpp>
 #include <gdn/impl/host_algebra.hpp>
 #include <gdn/impl/params.hpp>
+#include <gdn/ring.hpp>
 
 #include <Kokkos_Core.hpp>
 
@@ -188,7 +189,7 @@ struct RecurrenceKernel {
       const long ocol = long(h) * Dk + tcol;  // the tile's first output column
       if constexpr (kThreads == 1) {  // host: SIMD blocks of columns
         const int row = static_cast<int>(it.ring_row);
-        const int uoff = Dk + g * Dk + tcol;
+        const int uoff = RingLayout{Dk, Dk, m.group}.delta_offset(g) + tcol;
         for (int cb = 0; cb < kTileCols; cb += kHostColBlock) {
           const auto emit_u = [&](int j, int w, float u) {
             if (record) m.ring(row, kh, c0 + j, uoff + cb + w) = RingT(u);
@@ -200,7 +201,7 @@ struct RecurrenceKernel {
         }
       } else if (rank < kTileCols) {  // a thread per column
         const int row = static_cast<int>(it.ring_row);
-        const int ucol = Dk + g * Dk + tcol + rank;
+        const int ucol = RingLayout{Dk, Dk, m.group}.delta_offset(g) + tcol + rank;
         const auto emit_u = [&](int j, int, float u) {
           if (record) m.ring(row, kh, c0 + j, ucol) = RingT(u);
         };
@@ -384,10 +385,10 @@ struct RecurrenceKernel {
     if (g == 0) {
       for (int e = rank; e < n * Dk; e += kThreads) {
         const int j = e / Dk, i = e % Dk;
-        m.ring(row, kh, c0 + j, i) = RingT(s.k[e]);
+        m.ring(row, kh, c0 + j, RingLayout{Dk, Dk, m.group}.key_offset() + i) = RingT(s.k[e]);
       }
     }
-    const int aoff = Dk + m.group * Dk + g;
+    const int aoff = RingLayout{Dk, Dk, m.group}.decay_offset(g);
     for (int j = rank; j < n; j += kThreads) m.ring(row, kh, c0 + j, aoff) = RingT(s.a[j]);
   }
 };

@@ -34,6 +34,7 @@
 #include <gdn/impl/backend.hpp>
 #include <gdn/impl/chunk_algebra.hpp>
 #include <gdn/impl/params.hpp>
+#include <gdn/ring.hpp>
 
 #include <Kokkos_Core.hpp>
 
@@ -166,7 +167,7 @@ struct StreamKernel {
     if (record) {
       for (int e = rank; e < n * Dk; e += kThreads) {
         const int j = e / Dk, i = e % Dk;
-        m.ring(row, kh, j, i) = RingT(s.k[e]);
+        m.ring(row, kh, j, RingLayout{Dk, Dk, G}.key_offset() + i) = RingT(s.k[e]);
       }
     }
     for (int g = 0; g < G; ++g) {
@@ -197,7 +198,7 @@ struct StreamKernel {
       team.team_barrier();  // P, R and the coefficients are in scratch
       if (rank < Dk) {
         const long ocol = long(h) * Dk + rank;
-        const int ucol = Dk + g * Dk + rank;
+        const int ucol = RingLayout{Dk, Dk, G}.delta_offset(g) + rank;
         const auto emit_u = [&](int j, int, float u) {
           if (record) m.ring(row, kh, j, ucol) = RingT(u);
         };
@@ -210,7 +211,7 @@ struct StreamKernel {
           delta_readout<kC, 1>(s, n, rank, emit_u, emit_out);
         }
       } else if (record) {
-        const int aoff = Dk + G * Dk + g;
+        const int aoff = RingLayout{Dk, Dk, G}.decay_offset(g);
         for (int j = rank - Dk; j < n; j += kThreads - Dk) m.ring(row, kh, j, aoff) = RingT(s.a[j]);
       }
       if (!record) {
