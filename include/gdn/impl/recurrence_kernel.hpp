@@ -109,11 +109,11 @@ struct RecurrenceKernel {
 
   /// Items league_rank, + league_size, ...: on the host one item per team;
   /// on CUDA persistent teams. A team takes its items kThreads at a time:
-  /// each thread checks one item's row (with `m_long_only`, beside the
-  /// streaming kernel, only rows longer than a chunk are taken; never a
-  /// padding row), the taken
-  /// ones are listed in scratch (in any order: items are independent), then
-  /// run, each hinting the next one's state tile into L2 while it computes.
+  /// each thread checks one item's row (never a padding row; with
+  /// `m_long_only`, beside the streaming kernel, only rows longer than a
+  /// chunk are taken), the taken ones are listed in scratch (in any order:
+  /// items are independent), then run, each hinting the next one's state
+  /// tile into L2 while it computes.
   KOKKOS_INLINE_FUNCTION void operator()(const Member& team) const {
     if (team.league_rank() >= m_items) return;
     // Team scratch is taken once per team: every take advances Kokkos' scratch pointer.
