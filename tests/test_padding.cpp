@@ -53,25 +53,20 @@ struct Unpadded {
 
 Unpadded unpadded(const Problem& p, const std::vector<Row>& rows, bool with_ring) {
   Unpadded u;
-  std::vector<std::uint32_t> first, count;
+  // sub_problem takes a (first, count) per row of p: the padding rows get none of their tokens.
+  std::vector<std::uint32_t> first(p.batch(), 0), count(p.batch(), 0);
   for (int b = 0; b < int(rows.size()); ++b) {
     if (is_padding(rows[b], with_ring)) continue;
-    first.push_back(p.offsets[b]);
-    count.push_back(std::uint32_t(rows[b].len));
+    first[b] = p.offsets[b];
+    count[b] = std::uint32_t(rows[b].len);
     u.slots.push_back(rows[b].slot);
     u.ring_rows.push_back(rows[b].ring_row);
     u.row.push_back(b);
   }
-  // sub_problem takes one (first, count) per row of p: the padding rows get none of its tokens.
-  std::vector<std::uint32_t> all_first(p.batch(), 0), all_count(p.batch(), 0);
-  for (std::size_t i = 0; i < u.row.size(); ++i) {
-    all_first[u.row[i]] = first[i];
-    all_count[u.row[i]] = count[i];
-  }
-  u.p = sub_problem(p, all_first, all_count);
+  u.p = sub_problem(p, first, count);
   // ... then the padding rows (now empty) are dropped from the offsets.
   u.p.offsets.assign(1, 0);
-  for (std::uint32_t n : count) u.p.offsets.push_back(u.p.offsets.back() + n);
+  for (int b : u.row) u.p.offsets.push_back(u.p.offsets.back() + count[b]);
   return u;
 }
 
@@ -121,7 +116,7 @@ std::vector<std::uint32_t> ring_rows_of(const std::vector<Row>& rows) {
 // ---------------------------------------------------------------------------
 // Forward and verify.
 
-// A forward (with_ring false) or verify over `rows` against the same call over the real rows.
+// A forward or (`verify`) a verify over `rows` against the same call over the real rows.
 template <class StateT>
 void recurrence_skips_padding(const gdn::HeadConfig& cfg, const std::vector<Row>& rows, bool verify,
                               int ring_len, std::uint64_t seed) {

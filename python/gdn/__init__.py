@@ -194,8 +194,8 @@ def state_fold(cfg, state_rows, state, ring_rows, ring, num_accepted, *, conv_st
     the state, for all L layers in one launch.
 
     Layer l, sequence b: pool row ``state_rows[l, b]``, ring row
-    ``ring_rows[l, b]``. Rows with ``num_accepted[b] == 0`` or ``> RING_LEN``
-    are not touched. With a float32 ring the result equals, bit for bit, a
+    ``ring_rows[l, b]``. Rows with ``num_accepted[b] == 0`` or ``> RING_LEN``,
+    and entries where either table holds -1 (``pad_slot``), are not touched. With a float32 ring the result equals, bit for bit, a
     forward over the accepted tokens.
 
     With ``conv_state`` ``[slots, conv_dim, W-1]`` and ``conv_ring``
