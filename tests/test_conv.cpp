@@ -957,6 +957,13 @@ std::vector<ConvBadCase> conv_cases() {
     gdn::conv1d_verify_ring(s.space, s.cfg, s.d.in, s.slots, s.cstate, s.out.view, to_device({3, 0, 1}), s.cring); }});
   v.push_back({"RingSlotSharedByRecordingRows", kCVer, "ring_slots", true, [](ConvSetup& s) {
     gdn::conv1d_verify_ring(s.space, s.cfg, s.d.in, s.slots, s.cstate, s.out.view, to_device({2, 2, 0}), s.cring); }});
+  // gdn::pad_slot marks a padding row; the index below it is as out of range as any other.
+  v.push_back({"SlotBelowPadSlot", kCFwd, "state_slots", true, [](ConvSetup& s) {
+    gdn::conv1d_fwd(s.space, s.cfg, s.d.in, to_device({gdn::pad_slot, gdn::pad_slot - 1, 1}), s.cstate, s.out.view); }});
+  v.push_back({"RingSlotBelowPadSlot", kCVer, "ring_slots", true, [](ConvSetup& s) {
+    gdn::conv1d_verify_ring(s.space, s.cfg, s.d.in, s.slots, s.cstate, s.out.view, to_device({gdn::pad_slot, gdn::pad_slot - 1, 0}), s.cring); }});
+  v.push_back({"FoldConvStateRowBelowPadSlot", kCFold, "state_rows", true, [](ConvSetup& s) {
+    gdn::state_fold(s.space, s.cfg, to_device(2, 3, {2, 0, 1, gdn::pad_slot, gdn::pad_slot - 1, 0}), s.state, s.rrows, s.ring, s.acc, gdn::ConvFold<Mem, float>{s.cstate, s.cring}); }});
   v.push_back({"FoldConvStateRowOutOfRange", kCFold, "state_rows", true, [C](ConvSetup& s) {
     ConvPool<float> st("st", 3, C, 3);  // smaller than the recurrent pool: row 3 is out of range
     gdn::state_fold(s.space, s.cfg, s.srows, s.state, s.rrows, s.ring, s.acc, gdn::ConvFold<Mem, float>{st, s.cring}); }});

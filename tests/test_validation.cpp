@@ -228,6 +228,16 @@ std::vector<Case> cases() {
   v.push_back({"FoldRingRowOutOfRange", kFold, "ring_rows", true, [](CallSetup& s) {
     gdn::state_fold(s.space, s.cfg, s.srows, s.state, to_device(2, 3, {0, 1, 2, 2, 7, 1}), s.ring, s.acc);
   }});
+  // gdn::pad_slot marks a padding row; the index below it is as out of range as any other.
+  v.push_back({"StateSlotBelowPadSlot", kFwd, "state_slots", true, [](CallSetup& s) {
+    gdn::recurrence_fwd(s.space, s.cfg, s.d.in, to_device({gdn::pad_slot, gdn::pad_slot - 1, 1}), s.state, s.out.view);
+  }});
+  v.push_back({"RingSlotBelowPadSlot", kVer, "ring_slots", true, [](CallSetup& s) {
+    gdn::recurrence_verify_ring(s.space, s.cfg, s.d.in, s.slots, s.state, s.out.view, to_device({gdn::pad_slot, gdn::pad_slot - 1, 0}), s.ring);
+  }});
+  v.push_back({"FoldStateRowBelowPadSlot", kFold, "state_rows", true, [](CallSetup& s) {
+    gdn::state_fold(s.space, s.cfg, to_device(2, 3, {2, 0, 1, gdn::pad_slot, gdn::pad_slot - 1, 0}), s.state, s.rrows, s.ring, s.acc);
+  }});
   v.push_back({"ALogNotFinite", kFwd, "inputs.A_log", true, [](CallSetup& s) {
     gdn::recurrence_fwd(s.space, s.cfg, gates(s, 4, std::nanf("")), s.slots, s.state, s.out.view);
   }});

@@ -20,6 +20,18 @@ namespace gdn {
 /// between calls that chunk the same tokens the same way.
 inline constexpr int chunk_tokens = 16;
 
+/// \brief The index of a padding row: `0xFFFFFFFF`, which an int32 -1 (Python's padding index)
+/// reads as.
+///
+/// Engines that replay a CUDA graph of a fixed batch size fill the unused rows
+/// of the batch with it. A row whose state slot (forward, verify, conv), ring
+/// slot (verify, conv verify) or fold table entry (`state_rows(l, b)` or
+/// `ring_rows(l, b)`) is `pad_slot` is skipped whatever its length: its
+/// state, ring, conv and output rows are neither read nor written, its inputs
+/// are not read, and every other row gets the bits of the call without it.
+/// The index checking mode (checking.hpp) accepts it.
+inline constexpr std::uint32_t pad_slot = 0xFFFFFFFFu;
+
 /// \brief Head geometry of one Gated DeltaNet layer (symbols of docs/design.md, section 1).
 ///
 /// Supported today: `value_head_dim == key_head_dim`, both 64 or 128, and

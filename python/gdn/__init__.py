@@ -48,9 +48,15 @@ bfloat16) and write ``out`` ``[tokens, >= conv_dim]`` as float32 or bfloat16
 qkv's rows and so have its dtype. In ``state_fold`` they share one dtype.
 
 Index tensors are uint32 in the C++ API; int32 tensors (torch before 2.3 has
-no uint32) are read as uint32 bit patterns, so a negative value is an
-out-of-range index, caught only by the index checking mode
-(``set_index_checking(True)`` or ``GDN_CHECK_INDICES=1``), like any other.
+no uint32) are read as uint32 bit patterns. -1 (``gdn.pad_slot``; 0xFFFFFFFF
+in a uint32 tensor) marks a **padding row**, as engines that replay a CUDA
+graph of a fixed batch size fill their unused rows: a row whose
+``state_slots``, ``ring_slots`` or fold table entry (``state_rows[l, b]``,
+``ring_rows[l, b]``) is -1 is skipped whatever its length (its state, ring,
+conv state and ``out`` rows are neither read nor written, the other rows get
+the bits of the call without it). Any other negative value is an out-of-range
+index, caught only by the index checking mode (``set_index_checking(True)``
+or ``GDN_CHECK_INDICES=1``), like any other.
 
 Errors: a wrong dtype, or an object that does not speak DLPack, raises
 ``TypeError``; a wrong rank, device, or layout raises ``ValueError``; what the
@@ -67,6 +73,7 @@ from ._gdn import (  # noqa: F401  (re-exported)
     has_cuda,
     index_checking_enabled,
     kokkos_initialized_here,
+    pad_slot,
     ring_record_elements,
     set_index_checking,
 )
@@ -81,6 +88,7 @@ __all__ = [
     "has_cuda",
     "index_checking_enabled",
     "kokkos_initialized_here",
+    "pad_slot",
     "prepare_stream",
     "recurrence_fwd",
     "recurrence_fwd_gates",
@@ -186,8 +194,8 @@ def state_fold(cfg, state_rows, state, ring_rows, ring, num_accepted, *, conv_st
     the state, for all L layers in one launch.
 
     Layer l, sequence b: pool row ``state_rows[l, b]``, ring row
-    ``ring_rows[l, b]``. Rows with ``num_accepted[b] == 0`` or ``> RING_LEN``
-    are not touched. With a float32 ring the result equals, bit for bit, a
+    ``ring_rows[l, b]``. Rows with ``num_accepted[b] == 0`` or ``> RING_LEN``,
+    and entries where either table holds -1 (``pad_slot``), are not touched. With a float32 ring the result equals, bit for bit, a
     forward over the accepted tokens.
 
     With ``conv_state`` ``[slots, conv_dim, W-1]`` and ``conv_ring``

@@ -864,6 +864,8 @@ PYBIND11_MODULE(_gdn, m) {
 #else
   m.attr("has_cuda") = false;
 #endif
+  // gdn::pad_slot as the int32 index tensors hold it (-1); a uint32 tensor holds 0xFFFFFFFF.
+  m.attr("pad_slot") = static_cast<std::int32_t>(gdn::pad_slot);
 
   // gdn::InvalidArgument (a std::invalid_argument) -> gdn.InvalidArgument, a ValueError.
   // Never destroyed: a static py::object would be released after the interpreter.

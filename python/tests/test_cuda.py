@@ -2,7 +2,7 @@
 
 Skipped where torch has no CUDA device. Besides the shared cases of
 gdn_cases.py (the conv1d cases among them): device mismatches, explicit streams, and verify + fold
-captured in a torch.cuda.CUDAGraph and replayed with new inputs.
+captured in a torch.cuda.CUDAGraph and replayed with new inputs, also with padding rows (-1).
 """
 
 import pytest
@@ -132,3 +132,75 @@ def test_verify_and_fold_in_a_cuda_graph():
         assert bits_equal(state, e_state), f"step {step}: state"
         assert bits_equal(ring, e_ring), f"step {step}: ring"
         assert rel_err(out, reference(p)[0]) <= 1e-4
+
+
+def test_padding_rows_in_a_cuda_graph():
+    """verify + fold captured once for a batch of 4, replayed with rows padded by -1 written
+    into the static slot tensors and fold tables between replays (by the state slot, the ring
+    slot or both): the bits of eager calls without the padding rows; the padding rows' out rows
+    keep their fill."""
+    ring_len = 4
+    lengths = [4, 2, 4, 3]
+    batch = len(lengths)
+    base = Problem("cuda", lengths=lengths, seed=2)
+    cfg = base.cfg
+    real_slots, real_ring = [5, 2, 4, 3], [1, 3, 0, 2]
+    accepted_values = [1, 2, 3, 2]
+    qkv, decay, beta, off, _ = base.inputs()
+    slots, ring_slots = base.idx(real_slots), base.idx(real_ring)
+    state, out, ring = base.state(), base.out(), base.ring(ring_len)
+    state_rows, ring_rows = base.idx([real_slots]), base.idx([real_ring])
+    accepted = base.idx(accepted_values)
+
+    gdn.recurrence_verify_ring(cfg, qkv, decay, beta, off, slots, state.clone(), out.clone(),
+                               ring_slots, ring.clone())
+    gdn.state_fold(cfg, state_rows, state.clone(), ring_rows, ring.clone(), accepted)
+    torch.cuda.synchronize()
+    capture_stream = torch.cuda.Stream()
+    gdn.prepare_stream(capture_stream)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph, stream=capture_stream):
+        gdn.recurrence_verify_ring(cfg, qkv, decay, beta, off, slots, state, out, ring_slots, ring)
+        gdn.state_fold(cfg, state_rows, state, ring_rows, ring, accepted)
+
+    patterns = [[False, True, False, True], [True, False, False, False],
+                [False, False, False, True], [True, True, True, True], [False] * 4]
+    for step, pad in enumerate(patterns):
+        kind = step % 3  # 0: both indices -1, 1: the state slot only, 2: the ring slot only
+        p = Problem("cuda", lengths=lengths, seed=200 + step)
+        s = [-1 if pad[b] and kind != 2 else real_slots[b] for b in range(batch)]
+        r = [-1 if pad[b] and kind != 1 else real_ring[b] for b in range(batch)]
+        qkv.copy_(p.qkv)
+        decay.copy_(p.decay)
+        beta.copy_(p.beta)
+        state.copy_(p.state0)
+        ring.fill_(-7.0)
+        out.fill_(float("nan"))
+        slots.copy_(base.idx(s))
+        ring_slots.copy_(base.idx(r))
+        state_rows.copy_(base.idx([s]))
+        ring_rows.copy_(base.idx([r]))
+        graph.replay()
+
+        keep = [b for b in range(batch) if not pad[b]]
+        sel = torch.tensor([t for b in keep for t in range(p.offsets[b], p.offsets[b + 1])],
+                           dtype=torch.long, device="cuda")
+        offs = [0]
+        for b in keep:
+            offs.append(offs[-1] + lengths[b])
+        e_state, e_ring = p.state(), p.ring(ring_len)
+        e_out = torch.full((len(sel), cfg.value_dim), float("nan"), device="cuda")
+        q2, d2, b2, _, _ = p.inputs()
+        gdn.recurrence_verify_ring(cfg, q2[sel], d2[sel], b2[sel], p.idx(offs),
+                                   p.idx([real_slots[b] for b in keep]), e_state, e_out,
+                                   p.idx([real_ring[b] for b in keep]), e_ring)
+        gdn.state_fold(cfg, p.idx([[real_slots[b] for b in keep]]), e_state,
+                       p.idx([[real_ring[b] for b in keep]]), e_ring,
+                       p.idx([accepted_values[b] for b in keep]))
+        torch.cuda.synchronize()
+        assert bits_equal(state, e_state), f"step {step}: state"
+        assert bits_equal(ring, e_ring), f"step {step}: ring"
+        real = torch.zeros(out.shape[0], dtype=torch.bool, device="cuda")
+        real[sel] = True
+        assert bits_equal(out[sel], e_out), f"step {step}: out of the real rows"
+        assert torch.isnan(out[~real]).all(), f"step {step}: a padding row's out was written"

@@ -19,6 +19,8 @@
 /// W-1 inputs in registers (a block loads them from the previous tokens'
 /// qkv, block 0 from the conv state); a thread loads kConvStep tokens'
 /// inputs at once before it computes them.
+/// A padding row (its state slot, or in the verify its ring slot, is
+/// gdn::pad_slot) returns before it reads anything, as an empty one does.
 /// Only the thread of block 0 reads and writes the channel's conv state row,
 /// so the commit (the last W-1 inputs, read from qkv or, for a sequence
 /// shorter than W-1, the old row) races with nothing. `split` is a launch
@@ -26,6 +28,7 @@
 /// (conv_output), whatever team computes it, so the bits do not depend on it.
 
 #include <gdn/bf16.hpp>
+#include <gdn/config.hpp>
 #include <gdn/impl/backend.hpp>
 #include <gdn/impl/conv_launch.hpp>
 #include <gdn/impl/fixed_math.hpp>
@@ -104,6 +107,7 @@ struct ConvKernel {
     const int len = static_cast<int>(m.in.row_offsets(b + 1) - t0);
     const int blocks = (len + kConvBlock - 1) / kConvBlock;
     if (s >= blocks) return;  // also every team of an empty sequence
+    if (m.slots(b) == pad_slot || (Verify && m.ring_slots(b) == pad_slot)) return;  // padding
     const bool record = Verify && len <= m.ring_len;
     for (int ch = V * team.team_rank(); ch < kChannels; ch += V * team.team_size()) {
       const int c = g * kChannels + ch;

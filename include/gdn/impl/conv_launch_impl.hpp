@@ -99,17 +99,20 @@ void check_conv_indices(const ArgCheck& c, const ExecSpace& space, const IndexVi
   check_offsets_contents(c, off, tokens);
   const std::size_t batch = slots.extent(0);
   const std::vector<std::uint32_t> sl = host_copy_1d(slots);
+  const std::vector<std::uint32_t> rs =
+      ring_slots ? host_copy_1d(*ring_slots) : std::vector<std::uint32_t>();
   std::vector<char> used(batch), commit(batch), record(batch);
   for (std::size_t b = 0; b < batch; ++b) {
     const std::size_t len = off[b + 1] - off[b];
-    used[b] = len > 0;
-    record[b] = ring_slots != nullptr && len > 0 && len <= ring_len;
-    commit[b] = len > 0 && !record[b];
+    // A padding row is skipped by the kernel, as an empty one is.
+    const bool pad = sl[b] == pad_slot || (ring_slots != nullptr && rs[b] == pad_slot);
+    used[b] = len > 0 && !pad;
+    record[b] = ring_slots != nullptr && used[b] && len <= ring_len;
+    commit[b] = used[b] && !record[b];
   }
   check_rows(c, "state_slots", "conv_state.extent(0)", sl, used, commit, pool_rows, 0,
              "conv state row");
   if (ring_slots) {
-    const std::vector<std::uint32_t> rs = host_copy_1d(*ring_slots);
     check_rows(c, "ring_slots", "conv_ring.extent(0)", rs, record, record, ring_rows, 0,
                "conv ring row");
   }

@@ -21,8 +21,9 @@
 /// records at a time in scratch (the tile's key rows, the tile's delta
 /// factors, the decays; every copy of a thread in flight at once), then
 /// every thread folds them in (GPU: record outer, fold_block; host: a row
-/// block at a time, fold_fragment). Rows with n == 0 or n > RING_LEN return
-/// before they read anything.
+/// block at a time, fold_fragment). Rows with n == 0 or n > RING_LEN, and
+/// entries whose state or ring row is gdn::pad_slot, return before they read
+/// anything.
 ///
 /// With conv pools (the `state_fold` overload taking a `ConvFold`), the same
 /// launch has one more work item per (layer l, sequence b, block of
@@ -111,7 +112,7 @@ struct FoldKernel {
     const std::uint32_t srow = m.state_rows(layer, b);
     const std::uint32_t rrow = m.ring_rows(layer, b);
     const int n = static_cast<int>(na);
-    if (n <= 0 || n > m.ring_len) return;
+    if (n <= 0 || n > m.ring_len || srow == pad_slot || rrow == pad_slot) return;
     const int c1 = c0 + kConvChannels < m.conv_dim ? c0 + kConvChannels : m.conv_dim;
     if (m.conv.word_bytes == 2) {
       conv_commit_keep(team, m.conv.state16, m.conv.ring16, srow, rrow, n, c0, c1);
@@ -187,9 +188,10 @@ struct FoldKernel {
     // The three index entries are loaded together, before any is looked at.
     const std::uint32_t na = m.num_accepted(b);
     const std::uint32_t state_row = m.state_rows(layer, b);
-    const int rrow = static_cast<int>(m.ring_rows(layer, b));
+    const std::uint32_t ring_row = m.ring_rows(layer, b);
     const int n = static_cast<int>(na);
-    if (n <= 0 || n > m.ring_len) return;
+    if (n <= 0 || n > m.ring_len || state_row == pad_slot || ring_row == pad_slot) return;
+    const int rrow = static_cast<int>(ring_row);
     const int kh = h / m.group;
     const int g = h % m.group;
     const int rank = team.team_rank();

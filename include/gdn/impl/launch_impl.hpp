@@ -57,18 +57,21 @@ void check_recurrence_indices(const ArgCheck& c, const ExecSpace& space,
   check_offsets_contents(c, off, tokens);
   const std::size_t batch = slots.extent(0);
   const std::vector<std::uint32_t> sl = host_copy_1d(slots);
+  const std::vector<std::uint32_t> rs =
+      ring_slots ? host_copy_1d(*ring_slots) : std::vector<std::uint32_t>();
   std::vector<char> used(batch), commit(batch), record(batch);
   for (std::size_t b = 0; b < batch; ++b) {
     const std::size_t len = off[b + 1] - off[b];
-    used[b] = len > 0;
-    record[b] = ring_slots != nullptr && len > 0 && len <= ring_len;
-    commit[b] = len > 0 && !record[b];
+    // A padding row is skipped by the kernels, as an empty one is.
+    const bool pad = sl[b] == pad_slot || (ring_slots != nullptr && rs[b] == pad_slot);
+    used[b] = len > 0 && !pad;
+    record[b] = ring_slots != nullptr && used[b] && len <= ring_len;
+    commit[b] = used[b] && !record[b];
   }
   // Recording rows only read their state row (several may share one); a
   // committing row writes it, so no other row of the call may use it.
   check_rows(c, "state_slots", "state.extent(0)", sl, used, commit, pool_rows, 0, "pool row");
   if (ring_slots) {
-    const std::vector<std::uint32_t> rs = host_copy_1d(*ring_slots);
     check_rows(c, "ring_slots", "ring.extent(0)", rs, record, record, ring_rows, 0, "ring row");
   }
 }
@@ -282,7 +285,8 @@ void FoldLauncher<ExecSpace, StateT, RingT>::fold(
     std::vector<char> active(layers * batch);
     for (std::size_t e = 0; e < active.size(); ++e) {
       const std::uint32_t n = na[e % batch];
-      active[e] = n > 0 && n <= ring.extent(2);
+      // An entry with a padding row (in either table) is skipped by the kernel.
+      active[e] = n > 0 && n <= ring.extent(2) && sr[e] != pad_slot && rr[e] != pad_slot;
     }
     // Every active (layer, b) writes its state row: all must differ. Ring rows are only read.
     check_rows(c, "state_rows", "state.extent(0)", sr, active, active, state.extent(0), batch,

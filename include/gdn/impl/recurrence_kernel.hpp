@@ -85,7 +85,7 @@ struct RecurrenceKernel {
   }
 
   /// A work item and the index entries it reads (its row, length, pool and
-  /// ring rows), loaded together; len 0: no item.
+  /// ring rows), loaded together; len 0: no item (an empty or a padding row).
   struct Item {
     int b = 0, h = 0, tile = 0, t0 = 0, len = 0;
     std::uint32_t slot = 0, ring_row = 0;
@@ -104,15 +104,18 @@ struct RecurrenceKernel {
     if constexpr (Verify) it.ring_row = m.ring_slots(it.b);
     it.t0 = static_cast<int>(o0);
     it.len = static_cast<int>(o1) - it.t0;
+    // A padding row (gdn::pad_slot) is no work: none of its rows is read or written.
+    if (it.slot == pad_slot || (Verify && it.ring_row == pad_slot)) it.len = 0;
     return it;
   }
 
   /// Items league_rank, + league_size, ...: on the host one item per team;
   /// on CUDA persistent teams. A team takes its items kThreads at a time:
-  /// each thread checks one item's row (with `m_long_only`, beside the
-  /// streaming kernel, only rows longer than a chunk are taken), the taken
-  /// ones are listed in scratch (in any order: items are independent), then
-  /// run, each hinting the next one's state tile into L2 while it computes.
+  /// each thread checks one item's row (never a padding row; with
+  /// `m_long_only`, beside the streaming kernel, only rows longer than a
+  /// chunk are taken), the taken ones are listed in scratch (in any order:
+  /// items are independent), then run, each hinting the next one's state
+  /// tile into L2 while it computes.
   KOKKOS_INLINE_FUNCTION void operator()(const Member& team) const {
     if (team.league_rank() >= m_items) return;
     // Team scratch is taken once per team: every take advances Kokkos' scratch pointer.
@@ -127,8 +130,7 @@ struct RecurrenceKernel {
       team.team_barrier();
       const int item = first + rank * stride;
       if (item < m_items) {
-        const int b = item / kTiles / m.nv;
-        const int len = static_cast<int>(m.in.row_offsets(b + 1) - m.in.row_offsets(b));
+        const int len = item_at(item).len;  // 0 for a padding row
         if (len >= shortest) list[Kokkos::atomic_fetch_add(&list[kThreads], 1)] = item;
       }
       team.team_barrier();

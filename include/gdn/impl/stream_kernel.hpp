@@ -102,7 +102,8 @@ struct StreamKernel {
     return Shape::league(space, items);
   }
 
-  /// A work item and the index entries it reads; len 0: nothing to do.
+  /// A work item and the index entries it reads; len 0: nothing to do (an
+  /// empty or a padding row).
   struct Item {
     int b = 0, kh = 0, t0 = 0, len = 0;
     std::uint32_t slot = 0, ring_row = 0;
@@ -117,6 +118,8 @@ struct StreamKernel {
     if constexpr (Verify) it.ring_row = m.ring_slots(it.b);
     it.t0 = static_cast<int>(o0);
     it.len = static_cast<int>(o1) - it.t0;
+    // A padding row (gdn::pad_slot) is no work: none of its rows is read or written.
+    if (it.slot == pad_slot || (Verify && it.ring_row == pad_slot)) it.len = 0;
     return it;
   }
 

@@ -299,6 +299,8 @@ inline std::string index_name(const char* argument, std::size_t e, std::size_t r
 /// Every entry e with used[e] must index below `limit`; an entry with
 /// exclusive[e] (a row the call writes) must not share its row with any other
 /// used entry (the two requests would race). `row_len` > 0 names 2-D entries.
+/// The callers leave the entries of padding rows (gdn::pad_slot) unused: the
+/// kernels skip those rows, so whatever they hold is never dereferenced.
 inline void check_rows(const ArgCheck& c, const char* argument, const char* limit_name,
                        const std::vector<std::uint32_t>& idx, const std::vector<char>& used,
                        const std::vector<char>& exclusive, std::size_t limit, std::size_t row_len,
@@ -307,7 +309,9 @@ inline void check_rows(const ArgCheck& c, const char* argument, const char* limi
   for (std::size_t e = 0; e < idx.size(); ++e) {
     if (!used[e]) continue;
     if (!(idx[e] < limit)) {
-      c.fail(argument, std::string(what) + " < " + limit_name + " = " + to_str(limit),
+      c.fail(argument,
+             std::string(what) + " < " + limit_name + " = " + to_str(limit) +
+                 ", or gdn::pad_slot = 0xFFFFFFFF (a padding row)",
              index_name(argument, e, row_len) + " = " + to_str(idx[e]));
     }
     if (users[idx[e]]++ == 0) first[idx[e]] = e;
