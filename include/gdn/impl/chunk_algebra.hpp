@@ -225,9 +225,12 @@ KOKKOS_FORCEINLINE_FUNCTION void chunk_coefficients(const S& s, int j, int i, in
   if (lane == 0) head_pair_coefficients(s, j, i, kk, kq);
 }
 
-/// Columns a host thread folds or reads out together (one 512-bit vector);
+/// Columns a host thread reads out together (step 3: one 512-bit vector);
 /// only the loop order depends on it, never a sum's order.
 constexpr int kHostColBlock = 16;
+/// Columns a host thread folds together (step 4): a row of a 64-column tile
+/// stays in eight 256-bit registers while every record sweeps it.
+constexpr int kHostFoldCols = 64;
 
 /// Step 1 for one token `j` on a GPU thread's fragment, in the canonical
 /// order: the fragment is lane `l`'s block, rows `[16 l, 16 l + 16)` of
@@ -343,15 +346,15 @@ KOKKOS_FORCEINLINE_FUNCTION void delta_readout(const S& s, int n, int c0, const 
 /// from `k + j * k_stride` (this lane's rows), delta factors from
 /// `u + j * u_stride` (this thread's columns), decays `a[j * a_stride]`.
 /// Every element takes the records in the same order; a GPU thread sweeps
-/// its registers once per record, the host applies all records to one
-/// row's block of 16 columns while it is in a register.
+/// its registers once per record, the host applies all records to a row's
+/// kHostFoldCols columns while they are in registers.
 template <int Lanes, int Rows, int Cols>
 KOKKOS_FORCEINLINE_FUNCTION void fold_fragment(float (&st)[Rows][Cols], int lane, int n,
                                                const float* k, int k_stride, const float* u,
                                                int u_stride, const float* a, int a_stride) {
   if constexpr (Lanes == 1) {
     (void)lane;
-    constexpr int CB = Cols < kHostColBlock ? Cols : kHostColBlock;
+    constexpr int CB = Cols < kHostFoldCols ? Cols : kHostFoldCols;
     for (int cb = 0; cb < Cols; cb += CB) {
       for (int i = 0; i < Rows; ++i) {
         float x[CB];
