@@ -271,6 +271,36 @@ KOKKOS_FORCEINLINE_FUNCTION void project(const float (&st)[Rows][Cols], const S&
   dst[j * kLd + col0 + (lane % Cols)] = sum;
 }
 
+/// One canonical block of step 1 for `Cols` columns: the fma chains of
+/// `P[c] = sum_r st[r][c] * k[r]` and `R[c] = sum_r st[r][c] * q[r]` over the
+/// block's 16 rows, from 0 in ascending rows (`k`, `q` point at the block's
+/// first row; load4-aligned). The streaming kernel's warp runs it for its
+/// block and adds the blocks in block_tree's order.
+template <int Cols>
+KOKKOS_FORCEINLINE_FUNCTION void block_project(const float (&st)[kBlockRows][Cols], const float* k,
+                                               const float* q, float (&pk)[Cols],
+                                               float (&pq)[Cols]) {
+  GDN_UNROLL
+  for (int c = 0; c < Cols; ++c) {
+    pk[c] = 0.0f;
+    pq[c] = 0.0f;
+  }
+  GDN_UNROLL
+  for (int i = 0; i < kBlockRows; i += 4) {
+    float kr[4], qr[4];
+    load4(k + i, kr);
+    load4(q + i, qr);
+    GDN_UNROLL
+    for (int e = 0; e < 4; ++e) {
+      GDN_UNROLL
+      for (int c = 0; c < Cols; ++c) {
+        pk[c] = fmaf(st[i + e][c], kr[e], pk[c]);
+        pq[c] = fmaf(st[i + e][c], qr[e], pq[c]);
+      }
+    }
+  }
+}
+
 /// Step 3 for `W` consecutive columns `c0 .. c0 + W - 1` of the staged tile
 /// (a GPU thread: W = 1; the host: a SIMD block), delta factors and outputs
 /// together, every column on its own in the same order. Delta factors:

@@ -8,18 +8,23 @@
 /// Preconditions (checked on the host, validate.hpp): Dk == Dv == `Dk`, 64 or
 /// 128; the state pool is dense (LayoutRight) and 16-byte aligned.
 ///
-/// Thread mapping (StreamShape, backend.hpp; CUDA: 2 * Dk threads, two
-/// persistent teams per SM). Work items are (sequence b, key head kh), kh
-/// fastest. Per item the team stages the chunk's keys and queries once and
-/// computes the key head's dot products and norms once (lane groups of
-/// Dk / 16 lanes, a token pair each), then takes the G value heads of the
-/// group in turn:
+/// Thread mapping (StreamShape, backend.hpp; CUDA: Dk / 16 warps, 2 * Dk
+/// threads, persistent teams started by launch_plain, cuda_launch.hpp, since
+/// the team scratch exceeds what Kokkos 3.4's TeamPolicy grants). Work items
+/// are (sequence b, key head kh), kh fastest. Per item the team stages the
+/// chunk's keys and queries once and computes the key head's dot products and
+/// norms once (lane groups of Dk / 16 lanes, a token pair each), then takes
+/// the G value heads of the group in turn:
+/// - each thread loads its fragment of the head's state: warp `w` owns the
+///   canonical block of rows `[16 w, 16 w + 16)`, lane `l` its columns
+///   `[l * Dk / 32, + Dk / 32)` (a warp's load of a row is contiguous);
 /// - it stages the head's values and gates and computes its decay products;
-/// - each thread loads its fragment of the head's state, lane `l` of column
-///   group `cg` holding rows `[16 l, 16 l + 16)` (one canonical block) of
-///   columns `[cg * cols, + cols)`, every load in flight at once, and
-///   projects it on every token (step 1, `project`); a verify row that
-///   records drops the fragment there;
+/// - step 1, token by token: each warp runs its block's fma chains
+///   (`block_project`; every lane reads the same key and query words) and
+///   writes the block sums to a partial buffer; after a barrier thread `t`
+///   adds the blocks of P (t < Dk) or R of column `t % Dk` in block_tree's
+///   order. Two partial buffers alternate, one barrier per token. A verify
+///   row that records drops the fragment there;
 /// - threads 0 .. Dv-1 run step 3 for a column each (`delta_readout`) and
 ///   write the delta-factor records, while the others write the decays;
 /// - a forward row (or a verify row longer than RING_LEN) folds the chunk's
@@ -76,27 +81,26 @@ KOKKOS_INLINE_FUNCTION void stage_rows(int rank, int threads, float* dst, const 
 template <class ExecSpace, class ActT, class StateT, class RingT, int Dk, bool Verify>
 struct StreamKernel {
   using Shape = StreamShape<ExecSpace, Dk>;
-  using M = typename ExecSpace::memory_space;
-  static constexpr int kLanes = Dk / kBlockRows;  // a lane per canonical block
-  static constexpr int kCols = kLanes / 2;        // columns per thread
-  static constexpr int kRows = kBlockRows;        // rows per thread
-  static constexpr int kThreads = Shape::threads;
-  static constexpr int kColGroups = kThreads / kLanes;
+  static constexpr int kBlocks = Dk / kBlockRows;  // a warp per canonical block
+  static constexpr int kCols = Dk / 32;            // columns per lane
+  static constexpr int kRows = kBlockRows;         // rows per thread
+  static constexpr int kThreads = 32 * kBlocks;    // 2 * Dk: P and R of every column
+  static constexpr int kMinTeams = Shape::min_teams;
+  static constexpr int kGroupLanes = Dk / kBlockRows;  // lanes of a Gram lane group
+  static constexpr int kGroups = kThreads / kGroupLanes;
   static constexpr int kC = chunk_tokens;
-  static_assert(kColGroups * kCols == Dk, "the team covers every column of a head");
+  static_assert(kThreads == 2 * Dk, "one block sum of P or R per thread and column");
   using Scratch = ChunkScratch<Dk, kC, Dk, true>;
-  using Policy = Kokkos::TeamPolicy<ExecSpace, Kokkos::LaunchBounds<kThreads, Shape::min_teams>,
-                                    TeamKernelLaunch>;
-  using Member = typename Policy::member_type;
-  using ScratchView =
-      Kokkos::View<float*, typename ExecSpace::scratch_memory_space, Kokkos::MemoryUnmanaged>;
+  /// Two alternating buffers of one token's block sums, [block][P, R][Dk].
+  static constexpr int kPartial = kBlocks * 2 * Dk;
 
-  RecurrenceParams<ActT, StateT, RingT, M> m;
+  RecurrenceParams<ActT, StateT, RingT, typename ExecSpace::memory_space> m;
   int m_items = 0;  // B * nk
   int m_nk = 0;
 
-  /// Team scratch in bytes (16 bytes of slack for alignment).
-  static constexpr int scratch_bytes() { return int(sizeof(float)) * (Scratch::kFloats + 4); }
+  static constexpr int scratch_bytes() {
+    return int(sizeof(float)) * (Scratch::kFloats + 2 * kPartial);
+  }
   static long long items(long long batch, int nk) { return batch * nk; }
   static long long league(const ExecSpace& space, long long items) {
     return Shape::league(space, items);
@@ -125,29 +129,30 @@ struct StreamKernel {
 
   /// Items league_rank, + league_size, ...; the next item's index entries
   /// are loaded while the current one runs.
-  KOKKOS_INLINE_FUNCTION void operator()(const Member& team) const {
+  template <class Team>
+  KOKKOS_INLINE_FUNCTION void operator()(const Team& team) const {
     int item = team.league_rank();
     if (item >= m_items) return;
-    ScratchView area(team.team_scratch(0), Scratch::kFloats + 4);
-    const Scratch s(align16(area.data()));
+    float* const base = team.scratch();
+    const Scratch s(base);
+    float* const partial = base + Scratch::kFloats;
     Item cur = item_at(item);
     for (; item < m_items; item += team.league_size()) {
       const int next = item + team.league_size();
       const Item nxt = next < m_items ? item_at(next) : Item();
-      if (cur.len > 0 && cur.len <= kC) run_item(team, s, cur, nxt);
+      if (cur.len > 0 && cur.len <= kC) run_item(team, s, partial, cur, nxt);
       cur = nxt;
     }
   }
 
-  KOKKOS_FORCEINLINE_FUNCTION void run_item(const Member& team, const Scratch& s, const Item& it,
-                                       const Item& nxt) const {
+  template <class Team>
+  KOKKOS_FORCEINLINE_FUNCTION void run_item(const Team& team, const Scratch& s, float* partial,
+                                            const Item& it, const Item& nxt) const {
     const int t0 = it.t0, n = it.len, kh = it.kh, G = m.group;
     const bool record = Verify && n <= m.ring_len;
     const int rank = team.team_rank();
-    const int lane = rank % kLanes;
-    const int cg = rank / kLanes;
-    const int col0 = cg * kCols;
-    const unsigned mask = group_mask<kLanes>(rank);
+    const int warp = rank / 32;
+    const int col0 = (rank % 32) * kCols;
     const int row = static_cast<int>(it.ring_row);
     const auto& x = m.in.m_qkv;
 
@@ -156,14 +161,18 @@ struct StreamKernel {
     stage_rows<ActT>(rank, kThreads, s.q, x, t0, n, long(kh) * Dk, Dk, m.vec_qkv);
     async_wait();
     team.team_barrier();
-    for (int e = cg; e < n * n; e += kColGroups) {  // token pairs, a lane group each
-      const int j = e / n, i = e % n;
-      if (i <= j) {
-        float kk, kq;
-        key_pair_dots<kLanes>(s, j, i, lane, mask, m.q_scale, kk, kq);
-        if (lane == 0) {
-          s.dkk[j * kC + i] = kk;
-          s.dkq[j * kC + i] = kq;
+    {
+      const int glane = rank % kGroupLanes, group = rank / kGroupLanes;
+      const unsigned mask = group_mask<kGroupLanes>(rank);
+      for (int e = group; e < n * n; e += kGroups) {  // token pairs, a lane group each
+        const int j = e / n, i = e % n;
+        if (i <= j) {
+          float kk, kq;
+          key_pair_dots<kGroupLanes>(s, j, i, glane, mask, m.q_scale, kk, kq);
+          if (glane == 0) {
+            s.dkk[j * kC + i] = kk;
+            s.dkq[j * kC + i] = kq;
+          }
         }
       }
     }
@@ -175,10 +184,7 @@ struct StreamKernel {
     }
     for (int g = 0; g < G; ++g) {
       const int h = kh * G + g;
-      StateT* const frag = &m.state(it.slot, h, lane * kRows, col0);
-      float st[kRows][kCols];
-      GDN_UNROLL
-      for (int i = 0; i < kRows; ++i) load_frag<kCols>(frag + i * Dk, st[i]);
+      StateT* const frag = &m.state(it.slot, h, warp * kRows, col0);
       team.team_barrier();  // the last head's step 3 and fold are done with scratch
       stage_rows<ActT>(rank, kThreads, s.v, x, t0, n, 2 * m.key_dim + long(h) * Dk, Dk,
                        m.vec_qkv);
@@ -197,7 +203,25 @@ struct StreamKernel {
       } else if (nxt.len > 0 && nxt.len <= kC) {
         prefetch_head(&m.state(nxt.slot, nxt.kh * G, 0, 0), rank);
       }
-      for (int j = 0; j < n; ++j) project<kLanes>(st, s, j, lane, col0);
+      float st[kRows][kCols];
+      GDN_UNROLL
+      for (int i = 0; i < kRows; ++i) load_frag<kCols>(frag + i * Dk, st[i]);
+      for (int j = 0; j < n; ++j) {
+        // Buffer j % 2: the barrier of token j - 1 saw every thread finish
+        // adding token j - 2's sums, which used this buffer.
+        float* const buf = partial + (j & 1) * kPartial;
+        float pk[kCols], pq[kCols];
+        const int r0 = j * Dk + warp * kRows;
+        block_project(st, s.k + r0, s.q + r0, pk, pq);
+        store_frag<kCols>(buf + (2 * warp) * Dk + col0, pk);
+        store_frag<kCols>(buf + (2 * warp + 1) * Dk + col0, pq);
+        team.team_barrier();
+        const int which = rank / Dk, c = rank % Dk;
+        float b[kBlocks];
+        GDN_UNROLL
+        for (int e = 0; e < kBlocks; ++e) b[e] = buf[(2 * e + which) * Dk + c];
+        (which == 0 ? s.p : s.r)[j * Dk + c] = block_tree(b);
+      }
       team.team_barrier();  // P, R and the coefficients are in scratch
       if (rank < Dk) {
         const long ocol = long(h) * Dk + rank;
@@ -223,7 +247,7 @@ struct StreamKernel {
           GDN_UNROLL
           for (int i = 0; i < kRows; ++i) load_frag<kCols>(frag + i * Dk, st[i]);
         }
-        fold_fragment<kLanes>(st, lane, n, s.k, Dk, s.u + col0, Dk, s.a, 1);
+        fold_fragment<kBlocks>(st, warp, n, s.k, Dk, s.u + col0, Dk, s.a, 1);
         GDN_UNROLL
         for (int i = 0; i < kRows; ++i) store_frag<kCols>(frag + i * Dk, st[i]);
       }
