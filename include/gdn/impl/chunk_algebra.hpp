@@ -372,6 +372,38 @@ KOKKOS_FORCEINLINE_FUNCTION void delta_readout(const S& s, int n, int c0, const 
   }
 }
 
+/// delta_readout for one column (`W` = 1, a GPU thread), left-looking: u_j
+/// from kv_j = Gam_j * P[c, j] + sum_{i<j} akk(j, i) * u_i (i ascending),
+/// then out_j from Gam_j * R[c, j] + sum_{i<=j} akq(j, i) * u_i (i
+/// ascending) and emitted at once. The same operations on the same operands
+/// in the same order as delta_readout (so the same bits); only u_0 .. u_j
+/// are held, instead of every token's kv and o.
+template <int NC, class S, class EmitU, class EmitOut>
+KOKKOS_FORCEINLINE_FUNCTION void delta_readout_column(const S& s, int n, int c,
+                                                      const EmitU& emit_u,
+                                                      const EmitOut& emit_out) {
+  constexpr int C = S::kC;
+  constexpr int kLd = S::kCols;
+  static_assert(NC <= C, "at most a chunk");
+  float u[NC];
+  GDN_UNROLL
+  for (int j = 0; j < NC; ++j) {
+    if (j < n) {
+      const float gam = s.gam[j];
+      float kv = gam * s.p[j * kLd + c];
+      GDN_UNROLL
+      for (int i = 0; i < j; ++i) kv = fmaf(s.akk[j * C + i], u[i], kv);
+      u[j] = delta_factor(s.v[j * kLd + c], kv, s.beta[j], s.kinv[j]);
+      s.u[j * kLd + c] = u[j];
+      emit_u(j, 0, u[j]);
+      float o = gam * s.r[j * kLd + c];
+      GDN_UNROLL
+      for (int i = 0; i <= j; ++i) o = fmaf(s.akq[j * C + i], u[i], o);
+      emit_out(j, 0, s.qf[j] * o);
+    }
+  }
+}
+
 /// Step 4 on a thread's fragment: records j = 0 .. n-1 in order, key rows
 /// from `k + j * k_stride` (this lane's rows), delta factors from
 /// `u + j * u_stride` (this thread's columns), decays `a[j * a_stride]`.

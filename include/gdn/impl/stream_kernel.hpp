@@ -25,7 +25,7 @@
 ///   adds the blocks of P (t < Dk) or R of column `t % Dk` in block_tree's
 ///   order. Two partial buffers alternate, one barrier per token. A verify
 ///   row that records drops the fragment there;
-/// - threads 0 .. Dv-1 run step 3 for a column each (`delta_readout`) and
+/// - threads 0 .. Dv-1 run step 3 for a column each (`delta_readout_column`) and
 ///   write the delta-factor records, while the others write the decays;
 /// - a forward row (or a verify row longer than RING_LEN) folds the chunk's
 ///   records into its fragment (a verify reloads it first) and stores it.
@@ -231,11 +231,11 @@ struct StreamKernel {
         };
         const auto emit_out = [&](int j, int, float o) { m.out.write(t0 + j, ocol, o); };
         if (n <= 4) {
-          delta_readout<4, 1>(s, n, rank, emit_u, emit_out);
+          delta_readout_column<4>(s, n, rank, emit_u, emit_out);
         } else if (n <= 8) {
-          delta_readout<8, 1>(s, n, rank, emit_u, emit_out);
+          delta_readout_column<8>(s, n, rank, emit_u, emit_out);
         } else {
-          delta_readout<kC, 1>(s, n, rank, emit_u, emit_out);
+          delta_readout_column<kC>(s, n, rank, emit_u, emit_out);
         }
       } else if (record) {
         const int aoff = RingLayout{Dk, Dk, G}.decay_offset(g);
