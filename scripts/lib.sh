@@ -98,6 +98,7 @@ python_cmake_args() {
 }
 
 # configure_and_build <build-name> <kokkos-prefix> [cmake args...]
+# (GDN_BUILD_TARGETS: build only those targets; default: all)
 configure_and_build() {
   local name=$1 kokkos=$2
   shift 2
@@ -112,6 +113,9 @@ configure_and_build() {
   cmake -S "$GDN_ROOT" -B "$dir" -DCMAKE_BUILD_TYPE=Release -DCMAKE_EXPORT_COMPILE_COMMANDS=ON \
     "-DKokkos_ROOT=$kokkos" "${extra[@]}" "$@" >&2 ||
     { log "cmake configure failed: build/$name"; return 1; }
-  cmake --build "$dir" -j "$JOBS" >&2 || { log "build failed: build/$name"; return 1; }
+  local targets=()
+  # GDN_BUILD_TARGETS (space-separated): build only these targets (and what they need).
+  for t in ${GDN_BUILD_TARGETS:-}; do targets+=(--target "$t"); done
+  cmake --build "$dir" -j "$JOBS" "${targets[@]}" >&2 || { log "build failed: build/$name"; return 1; }
   echo "$dir"
 }

@@ -27,6 +27,24 @@ def device():
     return "cuda"
 
 
+def capture_verify_fold(cfg, qkv, decay, beta, off, slots, state, out, ring_slots, ring,
+                        state_rows, ring_rows, accepted):
+    """A CUDA graph of one verify and one fold on these tensors. Eager calls
+    on copies come first (the kernels' one-time setup), then the capture on a
+    stream of its own."""
+    gdn.recurrence_verify_ring(cfg, qkv, decay, beta, off, slots, state.clone(), out.clone(),
+                               ring_slots, ring.clone())
+    gdn.state_fold(cfg, state_rows, state.clone(), ring_rows, ring.clone(), accepted)
+    torch.cuda.synchronize()
+    capture_stream = torch.cuda.Stream()
+    gdn.prepare_stream(capture_stream)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph, stream=capture_stream):
+        gdn.recurrence_verify_ring(cfg, qkv, decay, beta, off, slots, state, out, ring_slots, ring)
+        gdn.state_fold(cfg, state_rows, state, ring_rows, ring, accepted)
+    return graph
+
+
 def test_cpu_tensor_in_a_cuda_call_is_a_value_error():
     p = Problem("cuda")
     a = verify_args(p)
@@ -98,17 +116,8 @@ def test_verify_and_fold_in_a_cuda_graph():
     ring_rows = base.idx([[2, 0, 1]])
     accepted = base.idx([1, 2, 3])
 
-    # Eager calls first (the kernels' one-time setup), then the capture stream's instance.
-    gdn.recurrence_verify_ring(cfg, qkv, decay, beta, off, slots, state.clone(), out.clone(),
-                               ring_slots, ring.clone())
-    gdn.state_fold(cfg, state_rows, state.clone(), ring_rows, ring.clone(), accepted)
-    torch.cuda.synchronize()
-    capture_stream = torch.cuda.Stream()
-    gdn.prepare_stream(capture_stream)
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph, stream=capture_stream):
-        gdn.recurrence_verify_ring(cfg, qkv, decay, beta, off, slots, state, out, ring_slots, ring)
-        gdn.state_fold(cfg, state_rows, state, ring_rows, ring, accepted)
+    graph = capture_verify_fold(cfg, qkv, decay, beta, off, slots, state, out, ring_slots, ring,
+                                state_rows, ring_rows, accepted)
 
     for step in range(3):
         p = Problem("cuda", lengths=lengths, seed=100 + step)
@@ -152,16 +161,8 @@ def test_padding_rows_in_a_cuda_graph():
     state_rows, ring_rows = base.idx([real_slots]), base.idx([real_ring])
     accepted = base.idx(accepted_values)
 
-    gdn.recurrence_verify_ring(cfg, qkv, decay, beta, off, slots, state.clone(), out.clone(),
-                               ring_slots, ring.clone())
-    gdn.state_fold(cfg, state_rows, state.clone(), ring_rows, ring.clone(), accepted)
-    torch.cuda.synchronize()
-    capture_stream = torch.cuda.Stream()
-    gdn.prepare_stream(capture_stream)
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph, stream=capture_stream):
-        gdn.recurrence_verify_ring(cfg, qkv, decay, beta, off, slots, state, out, ring_slots, ring)
-        gdn.state_fold(cfg, state_rows, state, ring_rows, ring, accepted)
+    graph = capture_verify_fold(cfg, qkv, decay, beta, off, slots, state, out, ring_slots, ring,
+                                state_rows, ring_rows, accepted)
 
     patterns = [[False, True, False, True], [True, False, False, False],
                 [False, False, False, True], [True, True, True, True], [False] * 4]
