@@ -271,31 +271,39 @@ KOKKOS_FORCEINLINE_FUNCTION void project(const float (&st)[Rows][Cols], const S&
   dst[j * kLd + col0 + (lane % Cols)] = sum;
 }
 
-/// One canonical block of step 1 for `Cols` columns: the fma chains of
-/// `P[c] = sum_r st[r][c] * k[r]` and `R[c] = sum_r st[r][c] * q[r]` over the
-/// block's 16 rows, from 0 in ascending rows (`k`, `q` point at the block's
-/// first row; load4-aligned). The streaming kernel's warp runs it for its
-/// block and adds the blocks in block_tree's order.
-template <int Cols>
+/// One canonical block of step 1 for `Cols` columns and `NT` tokens: the fma
+/// chains of `P[t][c] = sum_r st[r][c] * k_t[r]` and `R[t][c] = sum_r
+/// st[r][c] * q_t[r]` over the block's 16 rows, from 0 in ascending rows
+/// (`k`, `q` point at the first token's key and query at the block's first
+/// row; token t's are `t * ld` floats further; load4-aligned). Each state
+/// value enters the 2 NT chains of its row at once. The streaming kernel's
+/// warp runs it for its block and adds the blocks in block_tree's order.
+template <int NT, int Cols>
 KOKKOS_FORCEINLINE_FUNCTION void block_project(const float (&st)[kBlockRows][Cols], const float* k,
-                                               const float* q, float (&pk)[Cols],
-                                               float (&pq)[Cols]) {
+                                               const float* q, int ld, float (&pk)[NT][Cols],
+                                               float (&pq)[NT][Cols]) {
   GDN_UNROLL
-  for (int c = 0; c < Cols; ++c) {
-    pk[c] = 0.0f;
-    pq[c] = 0.0f;
+  for (int t = 0; t < NT; ++t) {
+    GDN_UNROLL
+    for (int c = 0; c < Cols; ++c) {
+      pk[t][c] = 0.0f;
+      pq[t][c] = 0.0f;
+    }
   }
   GDN_UNROLL
   for (int i = 0; i < kBlockRows; i += 4) {
-    float kr[4], qr[4];
-    load4(k + i, kr);
-    load4(q + i, qr);
     GDN_UNROLL
-    for (int e = 0; e < 4; ++e) {
+    for (int t = 0; t < NT; ++t) {
+      float kr[4], qr[4];
+      load4(k + t * ld + i, kr);
+      load4(q + t * ld + i, qr);
       GDN_UNROLL
-      for (int c = 0; c < Cols; ++c) {
-        pk[c] = fmaf(st[i + e][c], kr[e], pk[c]);
-        pq[c] = fmaf(st[i + e][c], qr[e], pq[c]);
+      for (int e = 0; e < 4; ++e) {
+        GDN_UNROLL
+        for (int c = 0; c < Cols; ++c) {
+          pk[t][c] = fmaf(st[i + e][c], kr[e], pk[t][c]);
+          pq[t][c] = fmaf(st[i + e][c], qr[e], pq[t][c]);
+        }
       }
     }
   }

@@ -46,6 +46,10 @@
 #include <cstdint>
 #include <type_traits>
 
+#ifndef GDN_STREAM_PASS
+#define GDN_STREAM_PASS 4
+#endif
+
 namespace gdn {
 namespace Impl {
 
@@ -91,15 +95,17 @@ struct StreamKernel {
   static constexpr int kC = chunk_tokens;
   static_assert(kThreads == 2 * Dk, "one block sum of P or R per thread and column");
   using Scratch = ChunkScratch<Dk, kC, Dk, true>;
-  /// Two alternating buffers of one token's block sums, [block][P, R][Dk].
-  static constexpr int kPartial = kBlocks * 2 * Dk;
+  /// Tokens per pass of step 1 (each state value enters 2 kPass fma chains).
+  static constexpr int kPass = GDN_STREAM_PASS;
+  /// The block sums of one pass, [token][block][P, R][Dk].
+  static constexpr int kPartial = kPass * kBlocks * 2 * Dk;
 
   RecurrenceParams<ActT, StateT, RingT, typename ExecSpace::memory_space> m;
   int m_items = 0;  // B * nk
   int m_nk = 0;
 
   static constexpr int scratch_bytes() {
-    return int(sizeof(float)) * (Scratch::kFloats + 2 * kPartial);
+    return int(sizeof(float)) * (Scratch::kFloats + kPartial);
   }
   static long long items(long long batch, int nk) { return batch * nk; }
   static long long league(const ExecSpace& space, long long items) {
@@ -185,6 +191,10 @@ struct StreamKernel {
     for (int g = 0; g < G; ++g) {
       const int h = kh * G + g;
       StateT* const frag = &m.state(it.slot, h, warp * kRows, col0);
+      // The head's fragment loads are in flight while its inputs are staged.
+      float st[kRows][kCols];
+      GDN_UNROLL
+      for (int i = 0; i < kRows; ++i) load_frag<kCols>(frag + i * Dk, st[i]);
       team.team_barrier();  // the last head's step 3 and fold are done with scratch
       stage_rows<ActT>(rank, kThreads, s.v, x, t0, n, 2 * m.key_dim + long(h) * Dk, Dk,
                        m.vec_qkv);
@@ -203,25 +213,13 @@ struct StreamKernel {
       } else if (nxt.len > 0 && nxt.len <= kC) {
         prefetch_head(&m.state(nxt.slot, nxt.kh * G, 0, 0), rank);
       }
-      float st[kRows][kCols];
-      GDN_UNROLL
-      for (int i = 0; i < kRows; ++i) load_frag<kCols>(frag + i * Dk, st[i]);
-      for (int j = 0; j < n; ++j) {
-        // Buffer j % 2: the barrier of token j - 1 saw every thread finish
-        // adding token j - 2's sums, which used this buffer.
-        float* const buf = partial + (j & 1) * kPartial;
-        float pk[kCols], pq[kCols];
-        const int r0 = j * Dk + warp * kRows;
-        block_project(st, s.k + r0, s.q + r0, pk, pq);
-        store_frag<kCols>(buf + (2 * warp) * Dk + col0, pk);
-        store_frag<kCols>(buf + (2 * warp + 1) * Dk + col0, pq);
-        team.team_barrier();
-        const int which = rank / Dk, c = rank % Dk;
-        float b[kBlocks];
-        GDN_UNROLL
-        for (int e = 0; e < kBlocks; ++e) b[e] = buf[(2 * e + which) * Dk + c];
-        (which == 0 ? s.p : s.r)[j * Dk + c] = block_tree(b);
+      int j0 = 0;
+      for (; j0 + kPass <= n; j0 += kPass) project_pass<kPass>(team, st, s, partial, j0);
+      if (n - j0 >= 2) {
+        project_pass<2>(team, st, s, partial, j0);
+        j0 += 2;
       }
+      if (j0 < n) project_pass<1>(team, st, s, partial, j0);
       team.team_barrier();  // P, R and the coefficients are in scratch
       if (rank < Dk) {
         const long ocol = long(h) * Dk + rank;
@@ -243,14 +241,42 @@ struct StreamKernel {
       }
       if (!record) {
         team.team_barrier();  // every column's delta factors are in scratch
-        if constexpr (Verify) {
-          GDN_UNROLL
-          for (int i = 0; i < kRows; ++i) load_frag<kCols>(frag + i * Dk, st[i]);
-        }
+        GDN_UNROLL
+        for (int i = 0; i < kRows; ++i) load_frag<kCols>(frag + i * Dk, st[i]);
         fold_fragment<kBlocks>(st, warp, n, s.k, Dk, s.u + col0, Dk, s.a, 1);
         GDN_UNROLL
         for (int i = 0; i < kRows; ++i) store_frag<kCols>(frag + i * Dk, st[i]);
       }
+    }
+  }
+
+  /// Step 1 for tokens j0 .. j0+NT-1: each warp's block sums of P and R go
+  /// to the partial buffer ([token][block][P, R][Dk]); after a barrier thread
+  /// `t` adds the blocks of P (t < Dk) or R of column `t % Dk` in block_tree's
+  /// order.
+  template <int NT, class Team>
+  KOKKOS_FORCEINLINE_FUNCTION void project_pass(const Team& team, const float (&st)[kRows][kCols],
+                                                const Scratch& s, float* buf, int j0) const {
+    const int rank = team.team_rank();
+    const int warp = rank / 32, col0 = (rank % 32) * kCols;
+    if (j0 > 0) team.team_barrier();  // the last pass's sums are read
+    float pk[NT][kCols], pq[NT][kCols];
+    const int r0 = j0 * Dk + warp * kRows;
+    block_project<NT>(st, s.k + r0, s.q + r0, Dk, pk, pq);
+    GDN_UNROLL
+    for (int t = 0; t < NT; ++t) {
+      store_frag<kCols>(buf + ((t * kBlocks + warp) * 2) * Dk + col0, pk[t]);
+      store_frag<kCols>(buf + ((t * kBlocks + warp) * 2 + 1) * Dk + col0, pq[t]);
+    }
+    team.team_barrier();
+    const int which = rank / Dk, c = rank % Dk;
+    float* const dst = (which == 0 ? s.p : s.r) + j0 * Dk + c;
+    GDN_UNROLL
+    for (int t = 0; t < NT; ++t) {
+      float b[kBlocks];
+      GDN_UNROLL
+      for (int e = 0; e < kBlocks; ++e) b[e] = buf[((t * kBlocks + e) * 2 + which) * Dk + c];
+      dst[t * Dk] = block_tree(b);
     }
   }
 
