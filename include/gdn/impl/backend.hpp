@@ -135,9 +135,6 @@ struct FoldShape {
   static long long league(const ExecSpace&, long long items) { return items; }
 };
 
-#ifndef GDN_FOLD_BF16_ROWS
-#define GDN_FOLD_BF16_ROWS 4
-#endif
 #if defined(KOKKOS_ENABLE_CUDA)
 /// CUDA: 128 threads, one team per item; a tile spans whole rows, so a
 /// warp's loads of a fragment row are contiguous. A float state: 8 rows x 4
@@ -150,10 +147,9 @@ struct FoldShape<Kokkos::Cuda, Dk, StateT> {
   static constexpr int cols = sizeof(StateT) == 2 ? 8 : 4;
   static constexpr int tile_cols = Dk;
   static constexpr int row_groups = threads / (tile_cols / cols);
-  static constexpr int max_rows = sizeof(StateT) == 2 ? GDN_FOLD_BF16_ROWS : 8;
-  static constexpr int rows = Dk / row_groups < max_rows ? Dk / row_groups : max_rows;
+  static constexpr int rows = Dk / row_groups < 8 ? Dk / row_groups : 8;
   static constexpr int tile_rows = row_groups * rows;
-  static constexpr int min_teams = rows * cols <= 32 ? 8 : 4;
+  static constexpr int min_teams = cols == 8 ? 4 : 8;
   static long long league(const Kokkos::Cuda&, long long items) { return items; }
 };
 #endif

@@ -215,22 +215,13 @@ struct FoldKernel {
     for (int p0 = 0; p0 < n; p0 += kC) {
       const int cnt = n - p0 < kC ? n - p0 : kC;
       team.team_barrier();  // the last records' (or item's) readers are done with scratch
-      if constexpr (std::is_same<RingT, float>::value && kThreads > 1) {
-        if (m.vec_ring) {  // 16-byte copies (the offsets are multiples of 4)
-          constexpr int kKw = kTileRows / 4, kUw = kTileCols / 4;
-          for (int e = rank; e < cnt * kKw; e += kThreads) {
-            const int j = e / kKw, i = 4 * (e % kKw);
-            async_copy<16>(sk + 4 * e, &m.ring(rrow, kh, p0 + j, row0 + i));
-          }
-          for (int e = rank; e < cnt * kUw; e += kThreads) {
-            const int j = e / kUw, c = 4 * (e % kUw);
-            async_copy<16>(su + 4 * e, &m.ring(rrow, kh, p0 + j, uoff + c));
-          }
-        } else {
-          stage_records(rank, cnt, sk, su, rrow, kh, p0, row0, uoff);
-        }
-      } else {
-        stage_records(rank, cnt, sk, su, rrow, kh, p0, row0, uoff);
+      for (int e = rank; e < cnt * kTileRows; e += kThreads) {
+        const int j = e / kTileRows, i = e % kTileRows;
+        stage_value(sk + e, &m.ring(rrow, kh, p0 + j, row0 + i));
+      }
+      for (int e = rank; e < cnt * kTileCols; e += kThreads) {
+        const int j = e / kTileCols, c = e % kTileCols;
+        stage_value(su + e, &m.ring(rrow, kh, p0 + j, uoff + c));
       }
       for (int j = rank; j < cnt; j += kThreads) stage_value(sa + j, &m.ring(rrow, kh, p0 + j, aoff));
       async_wait();
@@ -243,20 +234,6 @@ struct FoldKernel {
     }
     GDN_UNROLL
     for (int i = 0; i < kRows; ++i) store_frag<kCols>(frag + i * Dk, st[i]);
-  }
-
-  /// The keys (the tile's rows) and delta factors (its columns) of records
-  /// p0 .. p0+cnt-1 into scratch, a value at a time.
-  KOKKOS_INLINE_FUNCTION void stage_records(int rank, int cnt, float* sk, float* su, int rrow, int kh,
-                                            int p0, int row0, int uoff) const {
-    for (int e = rank; e < cnt * kTileRows; e += kThreads) {
-      const int j = e / kTileRows, i = e % kTileRows;
-      stage_value(sk + e, &m.ring(rrow, kh, p0 + j, row0 + i));
-    }
-    for (int e = rank; e < cnt * kTileCols; e += kThreads) {
-      const int j = e / kTileCols, c = e % kTileCols;
-      stage_value(su + e, &m.ring(rrow, kh, p0 + j, uoff + c));
-    }
   }
 
   /// One ring value into scratch as a float: a float ring by an async copy

@@ -322,8 +322,6 @@ void FoldLauncher<ExecSpace, StateT, RingT>::fold(
   p.ring_len = static_cast<int>(ring.extent(2));
   p.conv_dim = with_conv ? static_cast<int>(cfg.conv_dim()) : 0;
   p.conv_keep = width - 1;
-  p.vec_ring = std::is_same<RingT, float>::value && ring.extent(3) % 4 == 0 &&
-               aligned16(ring.data());
   if (with_conv) {
     conv.visit([&](const auto& conv_state, const auto& conv_ring) {
       const std::size_t lanes = 16 / static_cast<std::size_t>(conv.word_bytes);

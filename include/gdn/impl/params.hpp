@@ -102,7 +102,6 @@ struct FoldParams {
   int conv_dim = 0;  // with conv pools
   int conv_keep = 0;  // W-1, the inputs a conv state row keeps
   bool conv_vec = false;  // conv pools aligned for 16-byte groups of channels (fold_kernel.hpp)
-  bool vec_ring = false;  // a float ring, 16-byte aligned, record_stride a multiple of 4
 };
 
 }  // namespace Impl
