@@ -15,20 +15,22 @@
 /// chunk's keys and queries once and computes the key head's dot products and
 /// norms once (lane groups of Dk / 16 lanes, a token pair each), then takes
 /// the G value heads of the group in turn:
-/// - each thread loads its fragment of the head's state: warp `w` owns the
-///   canonical block of rows `[16 w, 16 w + 16)`, lane `l` its columns
-///   `[l * Dk / 32, + Dk / 32)` (a warp's load of a row is contiguous);
-/// - it stages the head's values and gates and computes its decay products;
-/// - step 1, token by token: each warp runs its block's fma chains
-///   (`block_project`; every lane reads the same key and query words) and
-///   writes the block sums to a partial buffer; after a barrier thread `t`
-///   adds the blocks of P (t < Dk) or R of column `t % Dk` in block_tree's
-///   order. Two partial buffers alternate, one barrier per token. A verify
-///   row that records drops the fragment there;
+/// - each thread starts the loads of its fragment of the head's state: warp
+///   `w` owns the canonical block of rows `[16 w, 16 w + 16)`, lane `l` its
+///   columns `[l * Dk / 32, + Dk / 32)` (a warp's load of a row is
+///   contiguous); they are in flight while the team stages the head's values
+///   and gates and computes its decay products;
+/// - step 1, in passes of kPass tokens: each warp runs its block's fma chains
+///   for the pass's tokens (`block_project`; every lane reads the same key
+///   and query words) and writes the block sums to the partial buffer; after
+///   a barrier thread `t` adds the blocks of P (t < Dk) or R of column
+///   `t % Dk` in block_tree's order, and a second barrier frees the buffer
+///   for the next pass. A verify row that records drops the fragment there;
 /// - threads 0 .. Dv-1 run step 3 for a column each (`delta_readout_column`) and
 ///   write the delta-factor records, while the others write the decays;
-/// - a forward row (or a verify row longer than RING_LEN) folds the chunk's
-///   records into its fragment (a verify reloads it first) and stores it.
+/// - a forward row (or a verify row longer than RING_LEN) reloads its
+///   fragment (from L2: no register holds it across step 3), folds the
+///   chunk's records into it and stores it.
 /// While a head computes, the next head's (or item's) state is hinted into
 /// L2. Rows longer than chunk_tokens are the tiled kernel's
 /// (recurrence_kernel.hpp, launched beside this one): both evaluate the
@@ -45,10 +47,6 @@
 
 #include <cstdint>
 #include <type_traits>
-
-#ifndef GDN_STREAM_PASS
-#define GDN_STREAM_PASS 4
-#endif
 
 namespace gdn {
 namespace Impl {
@@ -95,8 +93,11 @@ struct StreamKernel {
   static constexpr int kC = chunk_tokens;
   static_assert(kThreads == 2 * Dk, "one block sum of P or R per thread and column");
   using Scratch = ChunkScratch<Dk, kC, Dk, true>;
-  /// Tokens per pass of step 1 (each state value enters 2 kPass fma chains).
-  static constexpr int kPass = GDN_STREAM_PASS;
+  /// Tokens per pass of step 1 (each state value enters 2 kPass fma chains;
+  /// a pass ends with two barriers). H200, B = 256: two tokens a pass are
+  /// 4-7 % faster than one for a bf16 state, 1-5 % slower for a float state;
+  /// four are 10-18 % slower than two for both (their 32 accumulators spill).
+  static constexpr int kPass = sizeof(StateT) == 2 ? 2 : 1;
   /// The block sums of one pass, [token][block][P, R][Dk].
   static constexpr int kPartial = kPass * kBlocks * 2 * Dk;
 
