@@ -99,16 +99,15 @@ struct StreamShape {
 };
 
 #if defined(KOKKOS_ENABLE_CUDA)
-/// CUDA: 2 * Dk threads (a lane per canonical block, Dk / 32 columns per
-/// thread, every column of a head), persistent teams. At Dk = 128 the kernel
-/// needs 204-232 registers without spilling (ptxas), so one team per SM (8
-/// warps; the next head's state is hinted into L2 while a head computes);
-/// at Dk = 64 two.
+/// CUDA: 2 * Dk threads (a warp per canonical block, Dk / 32 columns per
+/// lane, every column of a head), persistent teams. Two teams per SM at
+/// Dk = 128 (the launch bound leaves 128 registers: the fragment, 64 floats,
+/// is the largest part), four at Dk = 64.
 template <int Dk>
 struct StreamShape<Kokkos::Cuda, Dk> {
   static constexpr bool enabled = true;
   static constexpr int threads = 2 * Dk;
-  static constexpr int min_teams = Dk > 64 ? 1 : 2;
+  static constexpr int min_teams = Dk > 64 ? 2 : 4;
   static long long league(const Kokkos::Cuda& space, long long items) {
     const long long resident =
         static_cast<long long>(space.cuda_device_prop().multiProcessorCount) * min_teams;

@@ -271,6 +271,44 @@ KOKKOS_FORCEINLINE_FUNCTION void project(const float (&st)[Rows][Cols], const S&
   dst[j * kLd + col0 + (lane % Cols)] = sum;
 }
 
+/// One canonical block of step 1 for `Cols` columns and `NT` tokens: the fma
+/// chains of `P[t][c] = sum_r st[r][c] * k_t[r]` and `R[t][c] = sum_r
+/// st[r][c] * q_t[r]` over the block's 16 rows, from 0 in ascending rows
+/// (`k`, `q` point at the first token's key and query at the block's first
+/// row; token t's are `t * ld` floats further; load4-aligned). Each state
+/// value enters the 2 NT chains of its row at once. The streaming kernel's
+/// warp runs it for its block and adds the blocks in block_tree's order.
+template <int NT, int Cols>
+KOKKOS_FORCEINLINE_FUNCTION void block_project(const float (&st)[kBlockRows][Cols], const float* k,
+                                               const float* q, int ld, float (&pk)[NT][Cols],
+                                               float (&pq)[NT][Cols]) {
+  GDN_UNROLL
+  for (int t = 0; t < NT; ++t) {
+    GDN_UNROLL
+    for (int c = 0; c < Cols; ++c) {
+      pk[t][c] = 0.0f;
+      pq[t][c] = 0.0f;
+    }
+  }
+  GDN_UNROLL
+  for (int i = 0; i < kBlockRows; i += 4) {
+    GDN_UNROLL
+    for (int t = 0; t < NT; ++t) {
+      float kr[4], qr[4];
+      load4(k + t * ld + i, kr);
+      load4(q + t * ld + i, qr);
+      GDN_UNROLL
+      for (int e = 0; e < 4; ++e) {
+        GDN_UNROLL
+        for (int c = 0; c < Cols; ++c) {
+          pk[t][c] = fmaf(st[i + e][c], kr[e], pk[t][c]);
+          pq[t][c] = fmaf(st[i + e][c], qr[e], pq[t][c]);
+        }
+      }
+    }
+  }
+}
+
 /// Step 3 for `W` consecutive columns `c0 .. c0 + W - 1` of the staged tile
 /// (a GPU thread: W = 1; the host: a SIMD block), delta factors and outputs
 /// together, every column on its own in the same order. Delta factors:
@@ -338,6 +376,38 @@ KOKKOS_FORCEINLINE_FUNCTION void delta_readout(const S& s, int n, int c0, const 
     if (j < n) {
       const float qf = s.qf[j];
       for (int w = 0; w < W; ++w) emit_out(j, w, qf * o[j][w]);
+    }
+  }
+}
+
+/// delta_readout for one column (`W` = 1, a GPU thread), left-looking: u_j
+/// from kv_j = Gam_j * P[c, j] + sum_{i<j} akk(j, i) * u_i (i ascending),
+/// then out_j from Gam_j * R[c, j] + sum_{i<=j} akq(j, i) * u_i (i
+/// ascending) and emitted at once. The same operations on the same operands
+/// in the same order as delta_readout (so the same bits); only u_0 .. u_j
+/// are held, instead of every token's kv and o.
+template <int NC, class S, class EmitU, class EmitOut>
+KOKKOS_FORCEINLINE_FUNCTION void delta_readout_column(const S& s, int n, int c,
+                                                      const EmitU& emit_u,
+                                                      const EmitOut& emit_out) {
+  constexpr int C = S::kC;
+  constexpr int kLd = S::kCols;
+  static_assert(NC <= C, "at most a chunk");
+  float u[NC];
+  GDN_UNROLL
+  for (int j = 0; j < NC; ++j) {
+    if (j < n) {
+      const float gam = s.gam[j];
+      float kv = gam * s.p[j * kLd + c];
+      GDN_UNROLL
+      for (int i = 0; i < j; ++i) kv = fmaf(s.akk[j * C + i], u[i], kv);
+      u[j] = delta_factor(s.v[j * kLd + c], kv, s.beta[j], s.kinv[j]);
+      s.u[j * kLd + c] = u[j];
+      emit_u(j, 0, u[j]);
+      float o = gam * s.r[j * kLd + c];
+      GDN_UNROLL
+      for (int i = 0; i <= j; ++i) o = fmaf(s.akq[j * C + i], u[i], o);
+      emit_out(j, 0, s.qf[j] * o);
     }
   }
 }

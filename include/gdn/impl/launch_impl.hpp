@@ -7,6 +7,7 @@
 
 #include <gdn/bf16.hpp>
 #include <gdn/config.hpp>
+#include <gdn/impl/cuda_launch.hpp>
 #include <gdn/impl/fold_kernel.hpp>
 #include <gdn/impl/launch.hpp>
 #include <gdn/impl/recurrence_kernel.hpp>
@@ -20,6 +21,10 @@
 #include <cstdint>
 #include <type_traits>
 #include <utility>
+
+#if defined(KOKKOS_ENABLE_CUDA) && !defined(__CUDACC__)
+#error "the CUDA instantiations of gdn's launchers are compiled by nvcc (nvcc_wrapper)"
+#endif
 
 namespace gdn {
 namespace Impl {
@@ -97,7 +102,9 @@ void launch_recurrence(const char* label, const char* long_label, const ExecSpac
       using Stream = StreamKernel<ExecSpace, ActT, StateT, RingT, D, Verify>;
       const int nk = cfg.num_key_heads;
       Stream sk{p, static_cast<int>(Stream::items(batch, nk)), nk};
-      launch_team_kernel(label, space, sk);
+#if defined(KOKKOS_ENABLE_CUDA)
+      if (sk.m_items > 0) launch_plain(label, space, sk, Stream::league(space, sk.m_items));
+#endif
       k.m_long_only = true;
       launch_team_kernel(long_label, space, k);
     } else {

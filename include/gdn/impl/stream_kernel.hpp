@@ -8,22 +8,29 @@
 /// Preconditions (checked on the host, validate.hpp): Dk == Dv == `Dk`, 64 or
 /// 128; the state pool is dense (LayoutRight) and 16-byte aligned.
 ///
-/// Thread mapping (StreamShape, backend.hpp; CUDA: 2 * Dk threads, two
-/// persistent teams per SM). Work items are (sequence b, key head kh), kh
-/// fastest. Per item the team stages the chunk's keys and queries once and
-/// computes the key head's dot products and norms once (lane groups of
-/// Dk / 16 lanes, a token pair each), then takes the G value heads of the
-/// group in turn:
-/// - it stages the head's values and gates and computes its decay products;
-/// - each thread loads its fragment of the head's state, lane `l` of column
-///   group `cg` holding rows `[16 l, 16 l + 16)` (one canonical block) of
-///   columns `[cg * cols, + cols)`, every load in flight at once, and
-///   projects it on every token (step 1, `project`); a verify row that
-///   records drops the fragment there;
-/// - threads 0 .. Dv-1 run step 3 for a column each (`delta_readout`) and
+/// Thread mapping (StreamShape, backend.hpp; CUDA: Dk / 16 warps, 2 * Dk
+/// threads, persistent teams started by launch_plain, cuda_launch.hpp, since
+/// the team scratch exceeds what Kokkos 3.4's TeamPolicy grants). Work items
+/// are (sequence b, key head kh), kh fastest. Per item the team stages the
+/// chunk's keys and queries once and computes the key head's dot products and
+/// norms once (lane groups of Dk / 16 lanes, a token pair each), then takes
+/// the G value heads of the group in turn:
+/// - each thread starts the loads of its fragment of the head's state: warp
+///   `w` owns the canonical block of rows `[16 w, 16 w + 16)`, lane `l` its
+///   columns `[l * Dk / 32, + Dk / 32)` (a warp's load of a row is
+///   contiguous); they are in flight while the team stages the head's values
+///   and gates and computes its decay products;
+/// - step 1, in passes of kPass tokens: each warp runs its block's fma chains
+///   for the pass's tokens (`block_project`; every lane reads the same key
+///   and query words) and writes the block sums to the partial buffer; after
+///   a barrier thread `t` adds the blocks of P (t < Dk) or R of column
+///   `t % Dk` in block_tree's order, and a second barrier frees the buffer
+///   for the next pass. A verify row that records drops the fragment there;
+/// - threads 0 .. Dv-1 run step 3 for a column each (`delta_readout_column`) and
 ///   write the delta-factor records, while the others write the decays;
-/// - a forward row (or a verify row longer than RING_LEN) folds the chunk's
-///   records into its fragment (a verify reloads it first) and stores it.
+/// - a forward row (or a verify row longer than RING_LEN) reloads its
+///   fragment (from L2: no register holds it across step 3), folds the
+///   chunk's records into it and stores it.
 /// While a head computes, the next head's (or item's) state is hinted into
 /// L2. Rows longer than chunk_tokens are the tiled kernel's
 /// (recurrence_kernel.hpp, launched beside this one): both evaluate the
@@ -76,27 +83,31 @@ KOKKOS_INLINE_FUNCTION void stage_rows(int rank, int threads, float* dst, const 
 template <class ExecSpace, class ActT, class StateT, class RingT, int Dk, bool Verify>
 struct StreamKernel {
   using Shape = StreamShape<ExecSpace, Dk>;
-  using M = typename ExecSpace::memory_space;
-  static constexpr int kLanes = Dk / kBlockRows;  // a lane per canonical block
-  static constexpr int kCols = kLanes / 2;        // columns per thread
-  static constexpr int kRows = kBlockRows;        // rows per thread
-  static constexpr int kThreads = Shape::threads;
-  static constexpr int kColGroups = kThreads / kLanes;
+  static constexpr int kBlocks = Dk / kBlockRows;  // a warp per canonical block
+  static constexpr int kCols = Dk / 32;            // columns per lane
+  static constexpr int kRows = kBlockRows;         // rows per thread
+  static constexpr int kThreads = 32 * kBlocks;    // 2 * Dk: P and R of every column
+  static constexpr int kMinTeams = Shape::min_teams;
+  static constexpr int kGroupLanes = Dk / kBlockRows;  // lanes of a Gram lane group
+  static constexpr int kGroups = kThreads / kGroupLanes;
   static constexpr int kC = chunk_tokens;
-  static_assert(kColGroups * kCols == Dk, "the team covers every column of a head");
+  static_assert(kThreads == 2 * Dk, "one block sum of P or R per thread and column");
   using Scratch = ChunkScratch<Dk, kC, Dk, true>;
-  using Policy = Kokkos::TeamPolicy<ExecSpace, Kokkos::LaunchBounds<kThreads, Shape::min_teams>,
-                                    TeamKernelLaunch>;
-  using Member = typename Policy::member_type;
-  using ScratchView =
-      Kokkos::View<float*, typename ExecSpace::scratch_memory_space, Kokkos::MemoryUnmanaged>;
+  /// Tokens per pass of step 1 (each state value enters 2 kPass fma chains;
+  /// a pass ends with two barriers). H200, B = 256: two tokens a pass are
+  /// 4-7 % faster than one for a bf16 state, 1-5 % slower for a float state;
+  /// four are 10-18 % slower than two for both (their 32 accumulators spill).
+  static constexpr int kPass = sizeof(StateT) == 2 ? 2 : 1;
+  /// The block sums of one pass, [token][block][P, R][Dk].
+  static constexpr int kPartial = kPass * kBlocks * 2 * Dk;
 
-  RecurrenceParams<ActT, StateT, RingT, M> m;
+  RecurrenceParams<ActT, StateT, RingT, typename ExecSpace::memory_space> m;
   int m_items = 0;  // B * nk
   int m_nk = 0;
 
-  /// Team scratch in bytes (16 bytes of slack for alignment).
-  static constexpr int scratch_bytes() { return int(sizeof(float)) * (Scratch::kFloats + 4); }
+  static constexpr int scratch_bytes() {
+    return int(sizeof(float)) * (Scratch::kFloats + kPartial);
+  }
   static long long items(long long batch, int nk) { return batch * nk; }
   static long long league(const ExecSpace& space, long long items) {
     return Shape::league(space, items);
@@ -125,29 +136,30 @@ struct StreamKernel {
 
   /// Items league_rank, + league_size, ...; the next item's index entries
   /// are loaded while the current one runs.
-  KOKKOS_INLINE_FUNCTION void operator()(const Member& team) const {
+  template <class Team>
+  KOKKOS_INLINE_FUNCTION void operator()(const Team& team) const {
     int item = team.league_rank();
     if (item >= m_items) return;
-    ScratchView area(team.team_scratch(0), Scratch::kFloats + 4);
-    const Scratch s(align16(area.data()));
+    float* const base = team.scratch();
+    const Scratch s(base);
+    float* const partial = base + Scratch::kFloats;
     Item cur = item_at(item);
     for (; item < m_items; item += team.league_size()) {
       const int next = item + team.league_size();
       const Item nxt = next < m_items ? item_at(next) : Item();
-      if (cur.len > 0 && cur.len <= kC) run_item(team, s, cur, nxt);
+      if (cur.len > 0 && cur.len <= kC) run_item(team, s, partial, cur, nxt);
       cur = nxt;
     }
   }
 
-  KOKKOS_FORCEINLINE_FUNCTION void run_item(const Member& team, const Scratch& s, const Item& it,
-                                       const Item& nxt) const {
+  template <class Team>
+  KOKKOS_FORCEINLINE_FUNCTION void run_item(const Team& team, const Scratch& s, float* partial,
+                                            const Item& it, const Item& nxt) const {
     const int t0 = it.t0, n = it.len, kh = it.kh, G = m.group;
     const bool record = Verify && n <= m.ring_len;
     const int rank = team.team_rank();
-    const int lane = rank % kLanes;
-    const int cg = rank / kLanes;
-    const int col0 = cg * kCols;
-    const unsigned mask = group_mask<kLanes>(rank);
+    const int warp = rank / 32;
+    const int col0 = (rank % 32) * kCols;
     const int row = static_cast<int>(it.ring_row);
     const auto& x = m.in.m_qkv;
 
@@ -156,14 +168,18 @@ struct StreamKernel {
     stage_rows<ActT>(rank, kThreads, s.q, x, t0, n, long(kh) * Dk, Dk, m.vec_qkv);
     async_wait();
     team.team_barrier();
-    for (int e = cg; e < n * n; e += kColGroups) {  // token pairs, a lane group each
-      const int j = e / n, i = e % n;
-      if (i <= j) {
-        float kk, kq;
-        key_pair_dots<kLanes>(s, j, i, lane, mask, m.q_scale, kk, kq);
-        if (lane == 0) {
-          s.dkk[j * kC + i] = kk;
-          s.dkq[j * kC + i] = kq;
+    {
+      const int glane = rank % kGroupLanes, group = rank / kGroupLanes;
+      const unsigned mask = group_mask<kGroupLanes>(rank);
+      for (int e = group; e < n * n; e += kGroups) {  // token pairs, a lane group each
+        const int j = e / n, i = e % n;
+        if (i <= j) {
+          float kk, kq;
+          key_pair_dots<kGroupLanes>(s, j, i, glane, mask, m.q_scale, kk, kq);
+          if (glane == 0) {
+            s.dkk[j * kC + i] = kk;
+            s.dkq[j * kC + i] = kq;
+          }
         }
       }
     }
@@ -175,7 +191,8 @@ struct StreamKernel {
     }
     for (int g = 0; g < G; ++g) {
       const int h = kh * G + g;
-      StateT* const frag = &m.state(it.slot, h, lane * kRows, col0);
+      StateT* const frag = &m.state(it.slot, h, warp * kRows, col0);
+      // The head's fragment loads are in flight while its inputs are staged.
       float st[kRows][kCols];
       GDN_UNROLL
       for (int i = 0; i < kRows; ++i) load_frag<kCols>(frag + i * Dk, st[i]);
@@ -197,7 +214,13 @@ struct StreamKernel {
       } else if (nxt.len > 0 && nxt.len <= kC) {
         prefetch_head(&m.state(nxt.slot, nxt.kh * G, 0, 0), rank);
       }
-      for (int j = 0; j < n; ++j) project<kLanes>(st, s, j, lane, col0);
+      int j0 = 0;
+      for (; j0 + kPass <= n; j0 += kPass) project_pass<kPass>(team, st, s, partial, j0);
+      if (n - j0 >= 2) {
+        project_pass<2>(team, st, s, partial, j0);
+        j0 += 2;
+      }
+      if (j0 < n) project_pass<1>(team, st, s, partial, j0);
       team.team_barrier();  // P, R and the coefficients are in scratch
       if (rank < Dk) {
         const long ocol = long(h) * Dk + rank;
@@ -207,11 +230,11 @@ struct StreamKernel {
         };
         const auto emit_out = [&](int j, int, float o) { m.out.write(t0 + j, ocol, o); };
         if (n <= 4) {
-          delta_readout<4, 1>(s, n, rank, emit_u, emit_out);
+          delta_readout_column<4>(s, n, rank, emit_u, emit_out);
         } else if (n <= 8) {
-          delta_readout<8, 1>(s, n, rank, emit_u, emit_out);
+          delta_readout_column<8>(s, n, rank, emit_u, emit_out);
         } else {
-          delta_readout<kC, 1>(s, n, rank, emit_u, emit_out);
+          delta_readout_column<kC>(s, n, rank, emit_u, emit_out);
         }
       } else if (record) {
         const int aoff = RingLayout{Dk, Dk, G}.decay_offset(g);
@@ -219,14 +242,42 @@ struct StreamKernel {
       }
       if (!record) {
         team.team_barrier();  // every column's delta factors are in scratch
-        if constexpr (Verify) {
-          GDN_UNROLL
-          for (int i = 0; i < kRows; ++i) load_frag<kCols>(frag + i * Dk, st[i]);
-        }
-        fold_fragment<kLanes>(st, lane, n, s.k, Dk, s.u + col0, Dk, s.a, 1);
+        GDN_UNROLL
+        for (int i = 0; i < kRows; ++i) load_frag<kCols>(frag + i * Dk, st[i]);
+        fold_fragment<kBlocks>(st, warp, n, s.k, Dk, s.u + col0, Dk, s.a, 1);
         GDN_UNROLL
         for (int i = 0; i < kRows; ++i) store_frag<kCols>(frag + i * Dk, st[i]);
       }
+    }
+  }
+
+  /// Step 1 for tokens j0 .. j0+NT-1: each warp's block sums of P and R go
+  /// to the partial buffer ([token][block][P, R][Dk]); after a barrier thread
+  /// `t` adds the blocks of P (t < Dk) or R of column `t % Dk` in block_tree's
+  /// order.
+  template <int NT, class Team>
+  KOKKOS_FORCEINLINE_FUNCTION void project_pass(const Team& team, const float (&st)[kRows][kCols],
+                                                const Scratch& s, float* buf, int j0) const {
+    const int rank = team.team_rank();
+    const int warp = rank / 32, col0 = (rank % 32) * kCols;
+    if (j0 > 0) team.team_barrier();  // the last pass's sums are read
+    float pk[NT][kCols], pq[NT][kCols];
+    const int r0 = j0 * Dk + warp * kRows;
+    block_project<NT>(st, s.k + r0, s.q + r0, Dk, pk, pq);
+    GDN_UNROLL
+    for (int t = 0; t < NT; ++t) {
+      store_frag<kCols>(buf + ((t * kBlocks + warp) * 2) * Dk + col0, pk[t]);
+      store_frag<kCols>(buf + ((t * kBlocks + warp) * 2 + 1) * Dk + col0, pq[t]);
+    }
+    team.team_barrier();
+    const int which = rank / Dk, c = rank % Dk;
+    float* const dst = (which == 0 ? s.p : s.r) + j0 * Dk + c;
+    GDN_UNROLL
+    for (int t = 0; t < NT; ++t) {
+      float b[kBlocks];
+      GDN_UNROLL
+      for (int e = 0; e < kBlocks; ++e) b[e] = buf[((t * kBlocks + e) * 2 + which) * Dk + c];
+      dst[t * Dk] = block_tree(b);
     }
   }
 
