@@ -94,9 +94,9 @@ struct StreamKernel {
   static_assert(kThreads == 2 * Dk, "one block sum of P or R per thread and column");
   using Scratch = ChunkScratch<Dk, kC, Dk, true>;
   /// Tokens per pass of step 1 (each state value enters 2 kPass fma chains;
-  /// a pass ends with two barriers). H200, B = 256: two tokens a pass are
-  /// 4-7 % faster than one for a bf16 state, 1-5 % slower for a float state;
-  /// four are 10-18 % slower than two for both (their 32 accumulators spill).
+  /// a pass ends with two barriers): two for a bf16 state, one for a float
+  /// state, whose fragment leaves fewer registers for accumulators; the
+  /// measured best on the H200 (docs/performance.md).
   static constexpr int kPass = sizeof(StateT) == 2 ? 2 : 1;
   /// The block sums of one pass, [token][block][P, R][Dk].
   static constexpr int kPartial = kPass * kBlocks * 2 * Dk;
