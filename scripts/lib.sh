@@ -110,8 +110,10 @@ configure_and_build() {
     extra+=("-DCMAKE_CXX_COMPILER=$kokkos/bin/nvcc_wrapper")
   fi
   # compile_commands.json: perf/sass_lines.py recompiles the CUDA source with the build's command.
+  # The project's own builds compile the host kernels for this CPU (-march=native); a caller's
+  # later -DGDN_ENABLE_NATIVE_ARCH=OFF builds the portable default instead.
   cmake -S "$GDN_ROOT" -B "$dir" -DCMAKE_BUILD_TYPE=Release -DCMAKE_EXPORT_COMPILE_COMMANDS=ON \
-    "-DKokkos_ROOT=$kokkos" "${extra[@]}" "$@" >&2 ||
+    "-DKokkos_ROOT=$kokkos" -DGDN_ENABLE_NATIVE_ARCH=ON "${extra[@]}" "$@" >&2 ||
     { log "cmake configure failed: build/$name"; return 1; }
   local targets=()
   # GDN_BUILD_TARGETS (space-separated): build only these targets (and what they need).

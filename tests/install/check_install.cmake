@@ -31,6 +31,23 @@ if(NOT found STREQUAL expected)
   message(FATAL_ERROR "the consumer found Kokkos in '${found}', not in '${expected}' (gdn's)")
 endif()
 message(STATUS "the consumer found gdn's Kokkos by itself: ${found}")
+# Without a Kokkos to find, find_package(GDN) fails with a message that names
+# what to set (CMAKE_DISABLE_FIND_PACKAGE_Kokkos hides every Kokkos, the hint too).
+execute_process(COMMAND ${CMAKE_COMMAND} -S ${CONSUMER_SOURCE_DIR} -B ${WORK_DIR}/build_no_kokkos
+                        -DCMAKE_PREFIX_PATH=${WORK_DIR}/prefix -DCMAKE_CXX_COMPILER=${CXX}
+                        -DCMAKE_DISABLE_FIND_PACKAGE_Kokkos=ON
+                RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+string(REGEX REPLACE "[ \n]+" " " said "${out} ${err}")  # CMake wraps its messages
+if(NOT rc)
+  message(FATAL_ERROR "the consumer configured with no Kokkos to find")
+endif()
+foreach(expected "gdn needs Kokkos, and none was found" "Set Kokkos_ROOT to the prefix")
+  string(FIND "${said}" "${expected}" at)
+  if(at EQUAL -1)
+    message(FATAL_ERROR "with no Kokkos to find, CMake did not say '${expected}':\n${out}${err}")
+  endif()
+endforeach()
+message(STATUS "with no Kokkos to find, find_package(GDN) says what to set")
 step(${CMAKE_COMMAND} --build ${WORK_DIR}/build)
 if(RUN_CONSUMER)
   step(${WORK_DIR}/build/gdn_consumer)
