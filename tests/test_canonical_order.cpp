@@ -40,7 +40,7 @@ bool same(float a, float b) { return std::memcmp(&a, &b, 4) == 0; }
 template <int Dk>
 void check_host_order() {
   using S = gdn::Impl::ChunkScratch<Dk, gdn::chunk_tokens>;
-  constexpr int kCols = gdn::Impl::kTileCols;
+  constexpr int kCols = gdn::Impl::kTiledCols;
   std::vector<float> area(S::kFloats + 4);
   const S s(gdn::Impl::align16(area.data()));
   std::mt19937 rng(7 + Dk);

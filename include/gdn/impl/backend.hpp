@@ -50,7 +50,7 @@ namespace Impl {
 /// \brief How a team of the tiled forward / verify kernel splits a tile of
 /// the state.
 ///
-/// A team owns a tile of kTileCols state columns (all `Dk` rows). Its
+/// A team owns a tile of kTiledCols state columns (all `Dk` rows). Its
 /// threads form `col_groups` lane groups of `lanes` lanes; lane `l` of group
 /// `cg` holds rows `[l * Dk / lanes, (l + 1) * Dk / lanes)` of columns
 /// `[cg * cols, (cg + 1) * cols)` in registers. The host default: one thread
@@ -165,15 +165,15 @@ struct FoldShape<Kokkos::Cuda, Dk, StateT> {
 /// capture does not allow. Host spaces ignore it.
 using TeamKernelLaunch = Kokkos::Experimental::WorkItemProperty::HintLightWeight_t;
 
-/// Columns of one team's tile; the same on every backend (64), so work items
+/// Columns of one tiled-kernel team's tile (recurrence_kernel.hpp); the same on every backend (64), so work items
 /// are counted the same way everywhere.
-constexpr int kTileCols = 64;
+constexpr int kTiledCols = 64;
 
 template <class ExecSpace, int Dk>
 struct TeamTraits : TeamShape<ExecSpace, Dk> {
   using Shape = TeamShape<ExecSpace, Dk>;
   static constexpr int threads = Shape::lanes * Shape::col_groups;
-  static_assert(Shape::cols * Shape::col_groups == kTileCols,
+  static_assert(Shape::cols * Shape::col_groups == kTiledCols,
                 "a team's column groups cover one 64-column tile");
   static_assert(Shape::lanes == 1 || Shape::lanes == 2 * Shape::cols,
                 "lane_reduce_scatter leaves one of the 2 x cols sums in each lane");

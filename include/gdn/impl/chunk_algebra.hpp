@@ -111,7 +111,7 @@ KOKKOS_FORCEINLINE_FUNCTION float fold_record(float s, float k, float u, float a
 /// (step 3 reads `v_j[c]` just before the same thread writes `u_j[c]`), and
 /// `dkk`, `dkq` [C][C] hold the key head's raw dot products `k_i . k_j` and
 /// `k_i . q_j`, computed once for all of its value heads.
-template <int Dk, int C, int Cols = kTileCols, bool KeyDots = false>
+template <int Dk, int C, int Cols = kTiledCols, bool KeyDots = false>
 struct ChunkScratch {
   static constexpr int kDk = Dk;
   static constexpr int kC = C;

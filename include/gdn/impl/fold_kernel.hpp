@@ -17,7 +17,7 @@
 /// columns in registers, neighbouring threads neighbouring columns, so a
 /// warp's loads and stores are contiguous rows; eight teams per SM. Host:
 /// one thread holds a tile of 64 columns of all rows. The team loads its
-/// fragments (all loads in flight at once), stages up to chunk_tokens
+/// fragments (all loads in flight at once), stages up to kC = 16
 /// records at a time in scratch (the tile's key rows, the tile's delta
 /// factors, the decays; every copy of a thread in flight at once), then
 /// every thread folds them in (GPU: record outer, fold_block; host: a row
@@ -58,7 +58,7 @@ struct FoldKernel {
   static constexpr int kTileCols = Shape::tile_cols;
   static constexpr int kColGroups = kTileCols / kCols;
   static constexpr int kTiles = (Dk / kTileRows) * (Dk / kTileCols);  // per head
-  static constexpr int kC = chunk_tokens;                              // records staged at once
+  static constexpr int kC = 16;  // records staged per barrier (any count works; not the chunk)
   static_assert(kColGroups * (kTileRows / kRows) == kThreads, "threads cover the tile once");
   static_assert(Dk % kTileRows == 0 && Dk % kTileCols == 0, "tiles cover the head");
   static constexpr int kKeyFloats = kC * kTileRows;

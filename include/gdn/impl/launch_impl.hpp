@@ -19,6 +19,8 @@
 
 #include <cmath>
 #include <cstdint>
+#include <stdexcept>
+#include <string>
 #include <type_traits>
 #include <utility>
 
@@ -40,13 +42,16 @@ void launch_team_kernel(const char* label, const ExecSpace& space, Kernel&& kern
   Kokkos::parallel_for(label, policy, kernel);
 }
 
-/// Calls `f(std::integral_constant<int, Dk>())` for the supported head dims.
+/// Calls `f(std::integral_constant<int, Dk>())` for the supported head dims
+/// (64 and 128; check_heads rejects the others before any launcher gets here).
 template <class F>
 void with_head_dim(int dk, F&& f) {
   if (dk == 64) {
     f(std::integral_constant<int, 64>());
-  } else {
+  } else if (dk == 128) {
     f(std::integral_constant<int, 128>());
+  } else {
+    throw std::logic_error("gdn: head dim " + std::to_string(dk) + " reached a launcher unchecked");
   }
 }
 
@@ -129,7 +134,7 @@ std::size_t check_recurrence_shapes(const ArgCheck& c, const HeadConfig& cfg, co
 
 /// Work items of a forward or verify launch over `batch` sequences.
 inline long long recurrence_items(const HeadConfig& cfg, std::size_t batch) {
-  return static_cast<long long>(batch) * cfg.num_value_heads * (cfg.key_head_dim / kTileCols);
+  return static_cast<long long>(batch) * cfg.num_value_heads * (cfg.key_head_dim / kTiledCols);
 }
 
 /// recurrence_fwd for either input form: validate, then launch.

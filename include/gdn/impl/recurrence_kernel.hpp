@@ -13,7 +13,7 @@
 /// multiple of 64; the state pool is dense (LayoutRight) and 16-byte aligned.
 ///
 /// Thread mapping. Work items are (sequence b, value head h, tile of
-/// kTileCols = 64 state columns), tile fastest, so teams reading the same key
+/// kTiledCols = 64 state columns), tile fastest, so teams reading the same key
 /// and query run side by side; a team takes items league_rank, +
 /// league_size, ... (host: one team per item; CUDA: persistent teams, each
 /// prefetching its next item's state tile into L2). The team holds its state tile in registers
@@ -53,15 +53,15 @@ struct RecurrenceKernel {
   static constexpr int kThreads = Traits::threads;
   static constexpr int kRows = Dk / kLanes;  // fragment rows per thread
   static constexpr int kC = chunk_tokens;
-  static constexpr int kTiles = Dk / kTileCols;  // tiles per head
+  static constexpr int kTiles = Dk / kTiledCols;  // tiles per head
   using Scratch = ChunkScratch<Dk, kC>;
   using Policy = Kokkos::TeamPolicy<ExecSpace, Kokkos::LaunchBounds<kThreads, Traits::min_teams>,
                                     TeamKernelLaunch>;
   using Member = typename Policy::member_type;
   using ScratchView =
       Kokkos::View<float*, typename ExecSpace::scratch_memory_space, Kokkos::MemoryUnmanaged>;
-  static_assert(Dk % kTileCols == 0 && kRows % 4 == 0, "head dim: a multiple of 64");
-  static_assert(kTileCols % kThreads == 0 || kThreads % kTileCols == 0,
+  static_assert(Dk % kTiledCols == 0 && kRows % 4 == 0, "head dim: a multiple of 64");
+  static_assert(kTiledCols % kThreads == 0 || kThreads % kTiledCols == 0,
                 "step 3 shares the tile's columns evenly");
 
   RecurrenceParams<ActT, StateT, RingT, M> m;
@@ -72,7 +72,7 @@ struct RecurrenceKernel {
   static constexpr int kGateSteps = (kC + kThreads - 1) / kThreads;
   /// Floats of the bf16 staging area (raw k, q, v of a chunk; none for float activations).
   static constexpr int kRawFloats =
-      std::is_same<ActT, float>::value ? 0 : kC * (2 * Dk + kTileCols) / 2;
+      std::is_same<ActT, float>::value ? 0 : kC * (2 * Dk + kTiledCols) / 2;
   /// Floats of scratch before the long-row list, and with it.
   static constexpr int kScratchFloats = Scratch::kFloats + kRawFloats + 4;
   static constexpr int kListFloats = kScratchFloats + kThreads + 1;
@@ -155,7 +155,7 @@ struct RecurrenceKernel {
     const int cg = rank / kLanes;  // lane group
     const int col0 = cg * kCols;   // this thread's first tile column
     const unsigned mask = group_mask<kLanes>(rank);
-    const int tcol = tile * kTileCols;  // the tile's first column in the head
+    const int tcol = tile * kTiledCols;  // the tile's first column in the head
 
     const Scratch s(align16(base));
     ActT* const raw_act = reinterpret_cast<ActT*>(s.k + Scratch::kFloats);  // bf16 staging
@@ -173,8 +173,8 @@ struct RecurrenceKernel {
       if (c0 + kC < len) {
         prefetch_chunk(team, t0 + c0 + kC, len - c0 - kC < kC ? len - c0 - kC : kC, h, kh, tcol);
       } else if (nxt.len > 0) {
-        prefetch_tile_l2(&m.state(nxt.slot, nxt.h, 0, nxt.tile * kTileCols), Dk,
-                         kTileCols * int(sizeof(StateT)), long(Dk) * long(sizeof(StateT)), rank,
+        prefetch_tile_l2(&m.state(nxt.slot, nxt.h, 0, nxt.tile * kTiledCols), Dk,
+                         kTiledCols * int(sizeof(StateT)), long(Dk) * long(sizeof(StateT)), rank,
                          kThreads);
       }
       if constexpr (kThreads == 1) {  // host: SIMD over blocks (dots) and columns (step 1)
@@ -192,7 +192,7 @@ struct RecurrenceKernel {
       if constexpr (kThreads == 1) {  // host: SIMD blocks of columns
         const int row = static_cast<int>(it.ring_row);
         const int uoff = RingLayout{Dk, Dk, m.group}.delta_offset(g) + tcol;
-        for (int cb = 0; cb < kTileCols; cb += kHostColBlock) {
+        for (int cb = 0; cb < kTiledCols; cb += kHostColBlock) {
           const auto emit_u = [&](int j, int w, float u) {
             if (record) m.ring(row, kh, c0 + j, uoff + cb + w) = RingT(u);
           };
@@ -201,7 +201,7 @@ struct RecurrenceKernel {
           };
           readout_columns<kHostColBlock>(s, n, cb, emit_u, emit_out);
         }
-      } else if (rank < kTileCols) {  // a thread per column
+      } else if (rank < kTiledCols) {  // a thread per column
         const int row = static_cast<int>(it.ring_row);
         const int ucol = RingLayout{Dk, Dk, m.group}.delta_offset(g) + tcol + rank;
         const auto emit_u = [&](int j, int, float u) {
@@ -213,7 +213,7 @@ struct RecurrenceKernel {
       if (record) write_key_records(team, s, int(it.ring_row), c0, n, kh, g, tile);
       if (!record || c0 + n < len) {
         team.team_barrier();  // every column's delta factors are in scratch
-        fold_fragment<kLanes>(st, lane, n, s.k, Dk, s.u + col0, kTileCols, s.a, 1);
+        fold_fragment<kLanes>(st, lane, n, s.k, Dk, s.u + col0, kTiledCols, s.a, 1);
       }
     }
     if (!record) {
@@ -262,8 +262,8 @@ struct RecurrenceKernel {
     if (m.vec_qkv) {
       constexpr int kE = 16 / int(sizeof(ActT));  // values per 16-byte word
       constexpr int kW = Dk / kE;                 // words of a key or query
-      constexpr int kVW = kTileCols / kE;         // of the tile's values
-      ActT* const rk = raw;  // bf16: [kC][Dk] keys, [kC][Dk] queries, [kC][kTileCols] values
+      constexpr int kVW = kTiledCols / kE;         // of the tile's values
+      ActT* const rk = raw;  // bf16: [kC][Dk] keys, [kC][Dk] queries, [kC][kTiledCols] values
       ActT* const rq = rk + kC * Dk;
       ActT* const rv = rq + kC * Dk;
       for (int e = rank; e < n * kW; e += kThreads) {
@@ -287,8 +287,8 @@ struct RecurrenceKernel {
         stage_value(s.k + e, &x(t + j, kc + i));
         stage_value(s.q + e, &x(t + j, qc + i));
       }
-      for (int e = rank; e < n * kTileCols; e += kThreads) {
-        const int j = e / kTileCols, c = e % kTileCols;
+      for (int e = rank; e < n * kTiledCols; e += kThreads) {
+        const int j = e / kTiledCols, c = e % kTiledCols;
         stage_value(s.v + e, &x(t + j, vc + c));
       }
     }
@@ -335,7 +335,7 @@ struct RecurrenceKernel {
   /// bf16 staging: this thread's raw copies of k, q, v in `raw` (the words
   /// stage copied, complete after its async_wait) into their float places.
   KOKKOS_INLINE_FUNCTION void widen(int rank, const Scratch& s, const ActT* raw, int n) const {
-    constexpr int kW = Dk / 8, kVW = kTileCols / 8;  // 8-value words
+    constexpr int kW = Dk / 8, kVW = kTiledCols / 8;  // 8-value words
     const ActT* const rk = raw;
     const ActT* const rq = rk + kC * Dk;
     const ActT* const rv = rq + kC * Dk;
@@ -374,7 +374,7 @@ struct RecurrenceKernel {
     const long qc = long(kh) * Dk;
     prefetch_tile_l2(&x(t, qc), n, Dk * kA, row_bytes, team.team_rank(), kThreads);
     prefetch_tile_l2(&x(t, m.key_dim + qc), n, Dk * kA, row_bytes, team.team_rank(), kThreads);
-    prefetch_tile_l2(&x(t, 2 * m.key_dim + long(h) * Dk + tcol), n, kTileCols * kA, row_bytes,
+    prefetch_tile_l2(&x(t, 2 * m.key_dim + long(h) * Dk + tcol), n, kTiledCols * kA, row_bytes,
                      team.team_rank(), kThreads);
   }
 
