@@ -37,15 +37,10 @@ void recurrence_fwd_checked(const ExecSpace& space, const HeadConfig& cfg, const
   using ActT = typename IT::activation_type;
   GDN_IMPL_STATIC_ASSERT_INDEX_VIEW("gdn::recurrence_fwd", "state_slots", 1, "[B]", ExecSpace,
                                     SlotsView);
-  static_assert(Kokkos::is_view<StateView>::value,
-                "gdn::recurrence_fwd: state must be a Kokkos::View");
+  GDN_IMPL_STATIC_ASSERT_POOL_VIEW("gdn::recurrence_fwd", "state", "[slots, nv, Dk, Dv]", ExecSpace,
+                                   StateView);
+  GDN_IMPL_STATIC_ASSERT_WRITABLE("gdn::recurrence_fwd", "state", "is written", StateView);
   using SP = PoolViewTraits<ExecSpace, StateView>;
-  static_assert(SP::rank_ok, "gdn::recurrence_fwd: state must have rank 4 [slots, nv, Dk, Dv]");
-  static_assert(SP::type_ok, "gdn::recurrence_fwd: state value type must be float or gdn::bf16");
-  static_assert(!std::is_const<typename StateView::value_type>::value,
-                "gdn::recurrence_fwd: state is written and must not be const");
-  static_assert(SP::layout_ok, "gdn::recurrence_fwd: state must be LayoutRight (a dense pool)");
-  static_assert(SP::space_ok, "gdn::recurrence_fwd: state must live in ExecSpace::memory_space");
   static_assert(Kokkos::is_view<OutView>::value, "gdn::recurrence_fwd: out must be a Kokkos::View");
   static_assert(unsigned(OutView::rank) == 2,
                 "gdn::recurrence_fwd: out must have rank 2 [tokens, value_dim]");

@@ -41,21 +41,13 @@ void state_fold_impl(const ExecSpace& space, const HeadConfig& cfg, const StateR
                                     RingRowsView);
   GDN_IMPL_STATIC_ASSERT_INDEX_VIEW("gdn::state_fold", "num_accepted", 1, "[B]", ExecSpace,
                                     AcceptedView);
-  static_assert(Kokkos::is_view<StateView>::value, "gdn::state_fold: state must be a Kokkos::View");
+  GDN_IMPL_STATIC_ASSERT_POOL_VIEW("gdn::state_fold", "state", "[slots, nv, Dk, Dv]", ExecSpace,
+                                   StateView);
+  GDN_IMPL_STATIC_ASSERT_WRITABLE("gdn::state_fold", "state", "is written", StateView);
+  GDN_IMPL_STATIC_ASSERT_POOL_VIEW("gdn::state_fold", "ring", "[ring_rows, nk, RING_LEN, record_stride]",
+                                   ExecSpace, RingView);
   using SP = PoolViewTraits<ExecSpace, StateView>;
-  static_assert(SP::rank_ok, "gdn::state_fold: state must have rank 4 [slots, nv, Dk, Dv]");
-  static_assert(SP::type_ok, "gdn::state_fold: state value type must be float or gdn::bf16");
-  static_assert(!std::is_const<typename StateView::value_type>::value,
-                "gdn::state_fold: state is written and must not be const");
-  static_assert(SP::layout_ok, "gdn::state_fold: state must be LayoutRight (a dense pool)");
-  static_assert(SP::space_ok, "gdn::state_fold: state must live in ExecSpace::memory_space");
-  static_assert(Kokkos::is_view<RingView>::value, "gdn::state_fold: ring must be a Kokkos::View");
   using RP = PoolViewTraits<ExecSpace, RingView>;
-  static_assert(RP::rank_ok,
-                "gdn::state_fold: ring must have rank 4 [ring_rows, nk, RING_LEN, record_stride]");
-  static_assert(RP::type_ok, "gdn::state_fold: ring value type must be float or gdn::bf16");
-  static_assert(RP::layout_ok, "gdn::state_fold: ring must be LayoutRight");
-  static_assert(RP::space_ok, "gdn::state_fold: ring must live in ExecSpace::memory_space");
   ScopedRegion region("gdn::state_fold");
   using StateT = typename SP::value_type;
   using RingT = typename RP::value_type;

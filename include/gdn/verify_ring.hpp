@@ -44,20 +44,11 @@ void recurrence_verify_ring_checked(const ExecSpace& space, const HeadConfig& cf
                                     ExecSpace, SlotsView);
   GDN_IMPL_STATIC_ASSERT_INDEX_VIEW("gdn::recurrence_verify_ring", "ring_slots", 1, "[B]",
                                     ExecSpace, RingSlotsView);
-  static_assert(Kokkos::is_view<StateView>::value,
-                "gdn::recurrence_verify_ring: state must be a Kokkos::View");
+  GDN_IMPL_STATIC_ASSERT_POOL_VIEW("gdn::recurrence_verify_ring", "state", "[slots, nv, Dk, Dv]",
+                                   ExecSpace, StateView);
+  GDN_IMPL_STATIC_ASSERT_WRITABLE("gdn::recurrence_verify_ring", "state",
+                                  "may be written (rows longer than RING_LEN)", StateView);
   using SP = PoolViewTraits<ExecSpace, StateView>;
-  static_assert(SP::rank_ok,
-                "gdn::recurrence_verify_ring: state must have rank 4 [slots, nv, Dk, Dv]");
-  static_assert(SP::type_ok,
-                "gdn::recurrence_verify_ring: state value type must be float or gdn::bf16");
-  static_assert(!std::is_const<typename StateView::value_type>::value,
-                "gdn::recurrence_verify_ring: state may be written (rows longer than RING_LEN) and "
-                "must not be const");
-  static_assert(SP::layout_ok,
-                "gdn::recurrence_verify_ring: state must be LayoutRight (a dense pool)");
-  static_assert(SP::space_ok,
-                "gdn::recurrence_verify_ring: state must live in ExecSpace::memory_space");
   static_assert(Kokkos::is_view<OutView>::value,
                 "gdn::recurrence_verify_ring: out must be a Kokkos::View");
   static_assert(unsigned(OutView::rank) == 2,
@@ -67,19 +58,10 @@ void recurrence_verify_ring_checked(const ExecSpace& space, const HeadConfig& cf
                 "activation type (float, or gdn::bf16 for bf16 inputs)");
   static_assert(std::is_same<typename OutView::memory_space, M>::value,
                 "gdn::recurrence_verify_ring: out must live in ExecSpace::memory_space");
-  static_assert(Kokkos::is_view<RingView>::value,
-                "gdn::recurrence_verify_ring: ring must be a Kokkos::View");
+  GDN_IMPL_STATIC_ASSERT_POOL_VIEW("gdn::recurrence_verify_ring", "ring",
+                                   "[ring_rows, nk, RING_LEN, record_stride]", ExecSpace, RingView);
+  GDN_IMPL_STATIC_ASSERT_WRITABLE("gdn::recurrence_verify_ring", "ring", "is written", RingView);
   using RP = PoolViewTraits<ExecSpace, RingView>;
-  static_assert(RP::rank_ok,
-                "gdn::recurrence_verify_ring: ring must have rank 4 [ring_rows, nk, RING_LEN, "
-                "record_stride]");
-  static_assert(RP::type_ok,
-                "gdn::recurrence_verify_ring: ring value type must be float or gdn::bf16");
-  static_assert(!std::is_const<typename RingView::value_type>::value,
-                "gdn::recurrence_verify_ring: ring is written and must not be const");
-  static_assert(RP::layout_ok, "gdn::recurrence_verify_ring: ring must be LayoutRight");
-  static_assert(RP::space_ok,
-                "gdn::recurrence_verify_ring: ring must live in ExecSpace::memory_space");
   ScopedRegion region("gdn::recurrence_verify_ring");
   using StateT = typename SP::value_type;
   using RingT = typename RP::value_type;

@@ -104,4 +104,23 @@ using EnableIfOtherInputs = std::enable_if_t<
   static_assert(::gdn::Impl::IndexViewTraits<ExecSpace, V, RANK>::space_ok,        \
                 FUNC ": " ARG " must live in ExecSpace::memory_space")
 
+/// The compile-time checks of a pool argument (a state or ring pool), by
+/// PoolViewTraits: a View of rank 4 (SHAPE), float or gdn::bf16, LayoutRight,
+/// in the space's memory space.
+#define GDN_IMPL_STATIC_ASSERT_POOL_VIEW(FUNC, ARG, SHAPE, ExecSpace, V)                      \
+  static_assert(Kokkos::is_view<V>::value, FUNC ": " ARG " must be a Kokkos::View");          \
+  static_assert(::gdn::Impl::PoolViewTraits<ExecSpace, V>::rank_ok,                           \
+                FUNC ": " ARG " must have rank 4 " SHAPE);                                    \
+  static_assert(::gdn::Impl::PoolViewTraits<ExecSpace, V>::type_ok,                           \
+                FUNC ": " ARG " value type must be float or gdn::bf16");                      \
+  static_assert(::gdn::Impl::PoolViewTraits<ExecSpace, V>::layout_ok,                         \
+                FUNC ": " ARG " must be LayoutRight (a dense pool)");                         \
+  static_assert(::gdn::Impl::PoolViewTraits<ExecSpace, V>::space_ok,                          \
+                FUNC ": " ARG " must live in ExecSpace::memory_space")
+
+/// A pool the call writes: its value type must not be const (WHY: when it is written).
+#define GDN_IMPL_STATIC_ASSERT_WRITABLE(FUNC, ARG, WHY, V)         \
+  static_assert(!std::is_const<typename V::value_type>::value,    \
+                FUNC ": " ARG " " WHY " and must not be const")
+
 #endif  // GDN_IMPL_STATIC_CHECKS_HPP
