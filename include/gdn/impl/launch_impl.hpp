@@ -62,27 +62,14 @@ void check_recurrence_indices(const ArgCheck& c, const ExecSpace& space,
                               const IndexView<M>& slots, std::size_t pool_rows,
                               const IndexView<M>* ring_slots, std::size_t ring_rows,
                               std::size_t ring_len) {
-  space.fence();  // the caller may have written the indices asynchronously on this instance
-  const std::vector<std::uint32_t> off = host_copy_1d(offsets);
-  check_offsets_contents(c, off, tokens);
-  const std::size_t batch = slots.extent(0);
-  const std::vector<std::uint32_t> sl = host_copy_1d(slots);
-  const std::vector<std::uint32_t> rs =
-      ring_slots ? host_copy_1d(*ring_slots) : std::vector<std::uint32_t>();
-  std::vector<char> used(batch), commit(batch), record(batch);
-  for (std::size_t b = 0; b < batch; ++b) {
-    const std::size_t len = off[b + 1] - off[b];
-    // A padding row is skipped by the kernels, as an empty one is.
-    const bool pad = sl[b] == pad_slot || (ring_slots != nullptr && rs[b] == pad_slot);
-    used[b] = len > 0 && !pad;
-    record[b] = ring_slots != nullptr && used[b] && len <= ring_len;
-    commit[b] = used[b] && !record[b];
-  }
+  const RowRoles r = row_roles(c, space, offsets, tokens, slots, ring_slots, ring_len);
   // Recording rows only read their state row (several may share one); a
   // committing row writes it, so no other row of the call may use it.
-  check_rows(c, "state_slots", "state.extent(0)", sl, used, commit, pool_rows, 0, "pool row");
+  check_rows(c, "state_slots", "state.extent(0)", r.slots, r.used, r.commit, pool_rows, 0,
+             "pool row");
   if (ring_slots) {
-    check_rows(c, "ring_slots", "ring.extent(0)", rs, record, record, ring_rows, 0, "ring row");
+    check_rows(c, "ring_slots", "ring.extent(0)", r.ring_slots, r.record, r.record, ring_rows, 0,
+               "ring row");
   }
 }
 

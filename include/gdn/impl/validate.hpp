@@ -290,6 +290,41 @@ inline void check_offsets_contents(const ArgCheck& c, const std::vector<std::uin
   }
 }
 
+/// What each row of a forward or verify call (recurrence or conv) does with
+/// its indices, from their contents (the offsets checked first): `used`, it
+/// reads its pool row; `record`, a verify row of at most RING_LEN tokens, it
+/// writes its ring row and only reads the pool row; `commit`, it writes the
+/// pool row. A padding row (gdn::pad_slot in either table) and an empty row
+/// do nothing, as the kernels skip them.
+struct RowRoles {
+  std::vector<std::uint32_t> slots, ring_slots;
+  std::vector<char> used, record, commit;
+};
+
+template <class ExecSpace, class Index>
+RowRoles row_roles(const ArgCheck& c, const ExecSpace& space, const Index& offsets,
+                   std::size_t tokens, const Index& slots, const Index* ring_slots,
+                   std::size_t ring_len) {
+  space.fence();  // the caller may have written the indices asynchronously on this instance
+  const std::vector<std::uint32_t> off = host_copy_1d(offsets);
+  check_offsets_contents(c, off, tokens);
+  const std::size_t batch = slots.extent(0);
+  RowRoles r;
+  r.slots = host_copy_1d(slots);
+  if (ring_slots) r.ring_slots = host_copy_1d(*ring_slots);
+  r.used.assign(batch, 0);
+  r.record.assign(batch, 0);
+  r.commit.assign(batch, 0);
+  for (std::size_t b = 0; b < batch; ++b) {
+    const std::size_t len = off[b + 1] - off[b];
+    const bool pad = r.slots[b] == pad_slot || (ring_slots != nullptr && r.ring_slots[b] == pad_slot);
+    r.used[b] = len > 0 && !pad;
+    r.record[b] = ring_slots != nullptr && r.used[b] && len <= ring_len;
+    r.commit[b] = r.used[b] && !r.record[b];
+  }
+  return r;
+}
+
 inline std::string index_name(const char* argument, std::size_t e, std::size_t row_len) {
   return row_len
              ? std::string(argument) + "(" + to_str(e / row_len) + ", " + to_str(e % row_len) + ")"
