@@ -232,6 +232,23 @@ std::vector<float> floats3(const ConvPool<T>& v) {
   return r;
 }
 
+// The recurrence's inputs after a conv call: its output `v` (the post-conv qkv,
+// as float) and the case's gates, rows as in `offsets`.
+struct PostConvInputs {
+  Strided2D qkv, decay, beta;
+  gdn::TokenInputs<Mem> in;
+  PostConvInputs(const gdn::HeadConfig& cfg, const ConvCase& cc, const std::vector<float>& v,
+                 const Index& offsets)
+      : qkv(make_2d(cc.tokens(), std::size_t(cc.C()), Layout::Dense, v.data())),
+        decay(make_2d(cc.tokens(), cfg.num_value_heads, Layout::Dense, cc.decay.data())),
+        beta(make_2d(cc.tokens(), cfg.num_value_heads, Layout::Dense, cc.beta.data())) {
+    in.qkv = qkv.view;
+    in.decay = decay.view;
+    in.beta = beta.view;
+    in.row_offsets = offsets;
+  }
+};
+
 // Distinct pool rows for B items out of `rows`, not the identity.
 std::vector<std::uint32_t> spread_rows(int B, int rows, int mul, int add) {
   std::vector<std::uint32_t> r(B);
@@ -550,18 +567,9 @@ void run_conv_cycle(const ConvCycle& cy) {
     const auto v = read_arr(yv);
     EXPECT_TRUE(same_bits(v, read_arr(yf))) << "conv verify output != conv forward output";
     // The recurrence's verify consumes the post-conv qkv (as float).
-    const Strided2D q = make_2d(cc.tokens(), C, Layout::Dense, v.data());
-    const Strided2D dec =
-        make_2d(cc.tokens(), cy.cfg.num_value_heads, Layout::Dense, cc.decay.data());
-    const Strided2D bet =
-        make_2d(cc.tokens(), cy.cfg.num_value_heads, Layout::Dense, cc.beta.data());
-    gdn::TokenInputs<Mem> ti;
-    ti.qkv = q.view;
-    ti.decay = dec.view;
-    ti.beta = bet.view;
-    ti.row_offsets = d.offsets;
+    const PostConvInputs pc(cy.cfg, cc, v, d.offsets);
     Strided2D o = make_2d(cc.tokens(), cy.cfg.value_dim(), Layout::Dense, nullptr);
-    gdn::recurrence_verify_ring(space, cy.cfg, ti, s, Sv, o.view, r, ring);
+    gdn::recurrence_verify_ring(space, cy.cfg, pc.in, s, Sv, o.view, r, ring);
     space.fence();
   }
   // After the verifies: a short row's conv state row is untouched, a long row's is the forward's.
@@ -626,18 +634,9 @@ void run_conv_cycle(const ConvCycle& cy) {
     gdn::conv1d_fwd(space, cy.cfg, d.in, s, Ce, y.view);
     space.fence();
     const auto v = read_arr(y);
-    const Strided2D q = make_2d(pre.tokens(), C, Layout::Dense, v.data());
-    const Strided2D dec =
-        make_2d(pre.tokens(), cy.cfg.num_value_heads, Layout::Dense, pre.decay.data());
-    const Strided2D bet =
-        make_2d(pre.tokens(), cy.cfg.num_value_heads, Layout::Dense, pre.beta.data());
-    gdn::TokenInputs<Mem> ti;
-    ti.qkv = q.view;
-    ti.decay = dec.view;
-    ti.beta = bet.view;
-    ti.row_offsets = d.offsets;
+    const PostConvInputs pc(cy.cfg, pre, v, d.offsets);
     Strided2D o = make_2d(pre.tokens(), cy.cfg.value_dim(), Layout::Dense, nullptr);
-    gdn::recurrence_fwd(space, cy.cfg, ti, s, Se, o.view);
+    gdn::recurrence_fwd(space, cy.cfg, pc.in, s, Se, o.view);
     space.fence();
   }
   EXPECT_TRUE(same_bytes(bytes_of(Cv), bytes_of(Ce)))
