@@ -249,6 +249,68 @@ int check_conv_fold(const ArgCheck& c, const HeadConfig& cfg, const ConvFoldWord
   return width;
 }
 
+/// Index checking mode of the fold: every active (layer, b) entry (0 < n <=
+/// RING_LEN, no padding row in either table) writes its state row (and conv
+/// state row), so those must all differ; ring rows are only read.
+template <class ExecSpace, class M>
+void check_fold_indices(const ArgCheck& c, const ExecSpace& space, const IndexTable<M>& state_rows,
+                        const IndexTable<M>& ring_rows, const IndexView<M>& num_accepted,
+                        std::size_t pool_rows, std::size_t ring_pool_rows, std::size_t ring_len,
+                        const ConvFoldWords<M>& conv) {
+  space.fence();  // the caller may have written the tables asynchronously on this instance
+  const std::size_t batch = num_accepted.extent(0);
+  const std::vector<std::uint32_t> na = host_copy_1d(num_accepted);
+  const std::vector<std::uint32_t> sr = host_copy_2d(state_rows);
+  const std::vector<std::uint32_t> rr = host_copy_2d(ring_rows);
+  std::vector<char> active(sr.size());
+  for (std::size_t e = 0; e < active.size(); ++e) {
+    const std::uint32_t n = na[e % batch];
+    active[e] = n > 0 && n <= ring_len && sr[e] != pad_slot && rr[e] != pad_slot;
+  }
+  check_rows(c, "state_rows", "state.extent(0)", sr, active, active, pool_rows, batch, "pool row");
+  const std::vector<char> shared(active.size(), 0);
+  check_rows(c, "ring_rows", "ring.extent(0)", rr, active, shared, ring_pool_rows, batch,
+             "ring row");
+  if (conv.word_bytes != 0) {
+    conv.visit([&](const auto& conv_state, const auto& conv_ring) {
+      check_rows(c, "state_rows", "conv.conv_state.extent(0)", sr, active, active,
+                 conv_state.extent(0), batch, "conv state row");
+      check_rows(c, "ring_rows", "conv.conv_ring.extent(0)", rr, active, shared,
+                 conv_ring.extent(0), batch, "conv ring row");
+    });
+  }
+}
+
+/// The fold kernel's parameters (the arguments validated; `width`: the conv
+/// width W, 0 without conv pools).
+template <class StateT, class RingT, class M>
+FoldParams<StateT, RingT, M> fold_params(
+    const HeadConfig& cfg, const IndexTable<M>& state_rows, const PoolView<StateT, M>& state,
+    const IndexTable<M>& ring_rows, const Kokkos::View<const RingT****, Kokkos::LayoutRight, M>& ring,
+    const IndexView<M>& num_accepted, const ConvFoldWords<M>& conv, int width) {
+  const bool with_conv = conv.word_bytes != 0;
+  FoldParams<StateT, RingT, M> p;
+  p.state_rows = state_rows;
+  p.state = state;
+  p.ring_rows = ring_rows;
+  p.ring = ring;
+  p.num_accepted = num_accepted;
+  p.conv = conv;
+  p.nv = cfg.num_value_heads;
+  p.group = cfg.group_size();
+  p.ring_len = static_cast<int>(ring.extent(2));
+  p.conv_dim = with_conv ? static_cast<int>(cfg.conv_dim()) : 0;
+  p.conv_keep = width - 1;
+  if (with_conv) {
+    conv.visit([&](const auto& conv_state, const auto& conv_ring) {
+      const std::size_t lanes = 16 / static_cast<std::size_t>(conv.word_bytes);
+      p.conv_vec = cfg.conv_dim() % long(lanes) == 0 && conv_ring.extent(2) % lanes == 0 &&
+                   aligned16(conv_state.data()) && aligned16(conv_ring.data());
+    });
+  }
+  return p;
+}
+
 template <class ExecSpace, class StateT, class RingT>
 void FoldLauncher<ExecSpace, StateT, RingT>::fold(
     const ExecSpace& space, const HeadConfig& cfg, const IndexTable<M>& state_rows,
@@ -277,50 +339,11 @@ void FoldLauncher<ExecSpace, StateT, RingT>::fold(
   });
   check_league(c, "state_rows", items + conv_items);
   if (index_checking_enabled()) {
-    space.fence();
-    const std::vector<std::uint32_t> na = host_copy_1d(num_accepted);
-    const std::vector<std::uint32_t> sr = host_copy_2d(state_rows);
-    const std::vector<std::uint32_t> rr = host_copy_2d(ring_rows);
-    std::vector<char> active(layers * batch);
-    for (std::size_t e = 0; e < active.size(); ++e) {
-      const std::uint32_t n = na[e % batch];
-      // An entry with a padding row (in either table) is skipped by the kernel.
-      active[e] = n > 0 && n <= ring.extent(2) && sr[e] != pad_slot && rr[e] != pad_slot;
-    }
-    // Every active (layer, b) writes its state row: all must differ. Ring rows are only read.
-    check_rows(c, "state_rows", "state.extent(0)", sr, active, active, state.extent(0), batch,
-               "pool row");
-    const std::vector<char> shared(active.size(), 0);
-    check_rows(c, "ring_rows", "ring.extent(0)", rr, active, shared, ring.extent(0), batch,
-               "ring row");
-    if (with_conv) {
-      conv.visit([&](const auto& conv_state, const auto& conv_ring) {
-        check_rows(c, "state_rows", "conv.conv_state.extent(0)", sr, active, active,
-                   conv_state.extent(0), batch, "conv state row");
-        check_rows(c, "ring_rows", "conv.conv_ring.extent(0)", rr, active, shared,
-                   conv_ring.extent(0), batch, "conv ring row");
-      });
-    }
+    check_fold_indices(c, space, state_rows, ring_rows, num_accepted, state.extent(0),
+                       ring.extent(0), ring.extent(2), conv);
   }
-  FoldParams<StateT, RingT, M> p;
-  p.state_rows = state_rows;
-  p.state = state;
-  p.ring_rows = ring_rows;
-  p.ring = ring;
-  p.num_accepted = num_accepted;
-  p.conv = conv;
-  p.nv = cfg.num_value_heads;
-  p.group = cfg.group_size();
-  p.ring_len = static_cast<int>(ring.extent(2));
-  p.conv_dim = with_conv ? static_cast<int>(cfg.conv_dim()) : 0;
-  p.conv_keep = width - 1;
-  if (with_conv) {
-    conv.visit([&](const auto& conv_state, const auto& conv_ring) {
-      const std::size_t lanes = 16 / static_cast<std::size_t>(conv.word_bytes);
-      p.conv_vec = cfg.conv_dim() % long(lanes) == 0 && conv_ring.extent(2) % lanes == 0 &&
-                   aligned16(conv_state.data()) && aligned16(conv_ring.data());
-    });
-  }
+  const FoldParams<StateT, RingT, M> p =
+      fold_params(cfg, state_rows, state, ring_rows, ring, num_accepted, conv, width);
   with_head_dim(cfg.key_head_dim, [&](auto dk) {
     using Kernel = FoldKernel<ExecSpace, StateT, RingT, decltype(dk)::value>;
     // Both counts are <= INT_MAX / 2 together (checked above).
