@@ -200,6 +200,66 @@ struct ConvKernel {
   }
 };
 
+/// The conv part of `state_fold` (the fold kernel's conv items,
+/// fold_kernel.hpp): channels c0 .. c1-1 of conv state row srow := the last
+/// K = W-1 inputs of (that row, ring row rrow's positions 0 .. n-1): input i
+/// becomes old input i + n where i + n < K, else ring position n - K + i,
+/// copied as stored (bit-identical to conv1d_fwd's commit over those n
+/// tokens). Thread `rank` of `threads` takes V consecutive channels at a
+/// time (consecutive threads, consecutive groups): K loads of V ring inputs,
+/// the old row's V*K inputs only when n < K, then one store of the V*K new
+/// ones.
+template <int K, int V, class Pool, class RingPool>
+KOKKOS_INLINE_FUNCTION void conv_commit(int rank, int threads, const Pool& state,
+                                        const RingPool& ring, std::uint32_t srow,
+                                        std::uint32_t rrow, int n, int c0, int c1) {
+  using Word = typename Pool::non_const_value_type;
+  for (int c = c0 + V * rank; c < c1; c += V * threads) {
+    Word* const dst = &state(srow, c, 0);  // [V][K] contiguous
+    Lanes<Word, V * K> old{};
+    if (n < K) old = load_lanes<V * K>(dst);
+    Lanes<Word, V> in[K] = {};
+    GDN_UNROLL
+    for (int i = 0; i < K; ++i) {
+      if (n - K + i >= 0) in[i] = load_lanes<V>(&ring(rrow, n - K + i, c));
+    }
+    Lanes<Word, V * K> out;
+    GDN_UNROLL
+    for (int v = 0; v < V; ++v) {
+      GDN_UNROLL
+      for (int i = 0; i < K; ++i) {
+        Word x = in[i].v[v];
+        GDN_UNROLL
+        for (int j = 1; j < K; ++j) {
+          if (j == i + n) x = old.v[v * K + j];  // i + n < K: old input i + n
+        }
+        out.v[v * K + i] = x;
+      }
+    }
+    *reinterpret_cast<Lanes<Word, V * K>*>(dst) = out;
+  }
+}
+
+/// conv_commit for the run-time K = W-1 (`keep`, 1 to 3) and lane count
+/// (`vec`: 16 bytes of words, where the pools allow; else one word).
+template <class Pool, class RingPool>
+KOKKOS_INLINE_FUNCTION void conv_commit_keep(int rank, int threads, int keep, bool vec,
+                                             const Pool& state, const RingPool& ring,
+                                             std::uint32_t srow, std::uint32_t rrow, int n,
+                                             int c0, int c1) {
+  using Word = typename Pool::non_const_value_type;
+  constexpr int kV = 16 / int(sizeof(Word));
+  if (vec) {
+    if (keep == 1) conv_commit<1, kV>(rank, threads, state, ring, srow, rrow, n, c0, c1);
+    if (keep == 2) conv_commit<2, kV>(rank, threads, state, ring, srow, rrow, n, c0, c1);
+    if (keep == 3) conv_commit<3, kV>(rank, threads, state, ring, srow, rrow, n, c0, c1);
+  } else {
+    if (keep == 1) conv_commit<1, 1>(rank, threads, state, ring, srow, rrow, n, c0, c1);
+    if (keep == 2) conv_commit<2, 1>(rank, threads, state, ring, srow, rrow, n, c0, c1);
+    if (keep == 3) conv_commit<3, 1>(rank, threads, state, ring, srow, rrow, n, c0, c1);
+  }
+}
+
 }  // namespace Impl
 }  // namespace gdn
 

@@ -31,11 +31,12 @@
 /// consecutive channels at a time (16 bytes of each input row where the
 /// pools allow, else one) and sets their W-1 inputs to the last W-1 of (old
 /// row, conv ring positions 0 .. n-1), copied as stored: bit-identical to
-/// conv1d_fwd's commit over those n tokens (conv_commit).
+/// conv1d_fwd's commit over those n tokens (conv_commit, conv_kernel.hpp).
 
 #include <gdn/config.hpp>
 #include <gdn/impl/backend.hpp>
 #include <gdn/impl/chunk_algebra.hpp>
+#include <gdn/impl/conv_kernel.hpp>
 #include <gdn/impl/params.hpp>
 #include <gdn/ring.hpp>
 
@@ -114,67 +115,13 @@ struct FoldKernel {
     const int n = static_cast<int>(na);
     if (n <= 0 || n > m.ring_len || srow == pad_slot || rrow == pad_slot) return;
     const int c1 = c0 + kConvChannels < m.conv_dim ? c0 + kConvChannels : m.conv_dim;
+    const int rank = team.team_rank();
     if (m.conv.word_bytes == 2) {
-      conv_commit_keep(team, m.conv.state16, m.conv.ring16, srow, rrow, n, c0, c1);
+      conv_commit_keep(rank, kThreads, m.conv_keep, m.conv_vec, m.conv.state16, m.conv.ring16,
+                       srow, rrow, n, c0, c1);
     } else {
-      conv_commit_keep(team, m.conv.state32, m.conv.ring32, srow, rrow, n, c0, c1);
-    }
-  }
-
-  /// conv_commit for the run-time W-1 (1 to 3) and lane count (16 bytes of
-  /// words where the pools allow, m.conv_vec; else one).
-  template <class Pool, class RingPool>
-  KOKKOS_INLINE_FUNCTION void conv_commit_keep(const Member& team, const Pool& state,
-                                               const RingPool& ring, std::uint32_t srow,
-                                               std::uint32_t rrow, int n, int c0, int c1) const {
-    using Word = typename Pool::non_const_value_type;
-    constexpr int kV = 16 / int(sizeof(Word));
-    const int keep = m.conv_keep;
-    if (m.conv_vec) {
-      if (keep == 1) conv_commit<1, kV>(team, state, ring, srow, rrow, n, c0, c1);
-      if (keep == 2) conv_commit<2, kV>(team, state, ring, srow, rrow, n, c0, c1);
-      if (keep == 3) conv_commit<3, kV>(team, state, ring, srow, rrow, n, c0, c1);
-    } else {
-      if (keep == 1) conv_commit<1, 1>(team, state, ring, srow, rrow, n, c0, c1);
-      if (keep == 2) conv_commit<2, 1>(team, state, ring, srow, rrow, n, c0, c1);
-      if (keep == 3) conv_commit<3, 1>(team, state, ring, srow, rrow, n, c0, c1);
-    }
-  }
-
-  /// Channels c0 .. c1-1 of conv state row srow := the last K = W-1 inputs
-  /// of (that row, ring row rrow's positions 0 .. n-1): input i becomes old
-  /// input i + n where i + n < K, else ring position n - K + i. A thread
-  /// takes V consecutive channels at a time (consecutive threads,
-  /// consecutive groups): K loads of V ring inputs, the old row's V*K
-  /// inputs only when n < K, then one store of the V*K new ones.
-  template <int K, int V, class Pool, class RingPool>
-  KOKKOS_INLINE_FUNCTION void conv_commit(const Member& team, const Pool& state,
-                                          const RingPool& ring, std::uint32_t srow,
-                                          std::uint32_t rrow, int n, int c0, int c1) const {
-    using Word = typename Pool::non_const_value_type;
-    for (int c = c0 + V * team.team_rank(); c < c1; c += V * kThreads) {
-      Word* const dst = &state(srow, c, 0);  // [V][K] contiguous
-      Lanes<Word, V * K> old{};
-      if (n < K) old = load_lanes<V * K>(dst);
-      Lanes<Word, V> in[K] = {};
-      GDN_UNROLL
-      for (int i = 0; i < K; ++i) {
-        if (n - K + i >= 0) in[i] = load_lanes<V>(&ring(rrow, n - K + i, c));
-      }
-      Lanes<Word, V * K> out;
-      GDN_UNROLL
-      for (int v = 0; v < V; ++v) {
-        GDN_UNROLL
-        for (int i = 0; i < K; ++i) {
-          Word x = in[i].v[v];
-          GDN_UNROLL
-          for (int j = 1; j < K; ++j) {
-            if (j == i + n) x = old.v[v * K + j];  // i + n < K: old input i + n
-          }
-          out.v[v * K + i] = x;
-        }
-      }
-      *reinterpret_cast<Lanes<Word, V * K>*>(dst) = out;
+      conv_commit_keep(rank, kThreads, m.conv_keep, m.conv_vec, m.conv.state32, m.conv.ring32,
+                       srow, rrow, n, c0, c1);
     }
   }
 

@@ -226,28 +226,6 @@ void VerifyLauncher<ExecSpace, ActT, StateT, RingT>::run(
 
 /// The conv pools of a state_fold call against the head geometry and the
 /// recurrent ring's RING_LEN; returns W.
-template <class M>
-int check_conv_fold(const ArgCheck& c, const HeadConfig& cfg, const ConvFoldWords<M>& conv,
-                    std::size_t ring_len, bool any) {
-  const long cd = cfg.conv_dim();
-  int width = 0;
-  conv.visit([&](const auto& state, const auto& ring) {
-    width = static_cast<int>(state.extent(2)) + 1;
-    if (!(width >= conv_min_width && width <= conv_max_width)) {
-      c.fail("conv.conv_state",
-             "shape [slots, conv_dim, W-1] with W in [" + to_str(conv_min_width) + ", " +
-                 to_str(conv_max_width) + "]",
-             "shape " + extents_str(state));
-    }
-    check_conv_state(c, "conv.conv_state", cd, width, "conv.conv_state.extent(2) + 1", state, any);
-    check_conv_ring(c, "conv.conv_ring", cd, ring, any);
-    if (!(ring.extent(1) == ring_len)) {
-      c.fail("conv.conv_ring", "RING_LEN = extent(1) == ring.extent(2) = " + to_str(ring_len),
-             "shape " + extents_str(ring));
-    }
-  });
-  return width;
-}
 
 /// Index checking mode of the fold: every active (layer, b) entry (0 < n <=
 /// RING_LEN, no padding row in either table) writes its state row (and conv

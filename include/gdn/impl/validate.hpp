@@ -11,6 +11,7 @@
 
 #include <gdn/checking.hpp>
 #include <gdn/config.hpp>
+#include <gdn/conv_inputs.hpp>
 #include <gdn/error.hpp>
 #include <gdn/ring.hpp>
 
@@ -416,6 +417,32 @@ void check_conv_ring(const ArgCheck& c, const char* argument, long conv_dim, con
   if (!(!need_rows || ring.extent(0) > 0)) {
     c.fail(argument, "at least one ring row", "shape " + extents_str(ring));
   }
+}
+
+/// The conv pools of a `state_fold` call (a ConvFoldWords of params.hpp,
+/// any class with its `visit`): W from the conv state's shape, both pools'
+/// shapes, RING_LEN that of the recurrent ring. Returns W.
+template <class Conv>
+int check_conv_fold(const ArgCheck& c, const HeadConfig& cfg, const Conv& conv,
+                    std::size_t ring_len, bool any) {
+  const long cd = cfg.conv_dim();
+  int width = 0;
+  conv.visit([&](const auto& state, const auto& ring) {
+    width = static_cast<int>(state.extent(2)) + 1;
+    if (!(width >= conv_min_width && width <= conv_max_width)) {
+      c.fail("conv.conv_state",
+             "shape [slots, conv_dim, W-1] with W in [" + to_str(conv_min_width) + ", " +
+                 to_str(conv_max_width) + "]",
+             "shape " + extents_str(state));
+    }
+    check_conv_state(c, "conv.conv_state", cd, width, "conv.conv_state.extent(2) + 1", state, any);
+    check_conv_ring(c, "conv.conv_ring", cd, ring, any);
+    if (!(ring.extent(1) == ring_len)) {
+      c.fail("conv.conv_ring", "RING_LEN = extent(1) == ring.extent(2) = " + to_str(ring_len),
+             "shape " + extents_str(ring));
+    }
+  });
+  return width;
 }
 
 }  // namespace Impl
