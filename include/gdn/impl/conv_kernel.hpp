@@ -3,7 +3,8 @@
 
 /// \file conv_kernel.hpp
 /// \brief The causal depthwise conv1d with SiLU: forward and verify, one
-/// kernel. The conv state's fold is part of the fold kernel (fold_kernel.hpp).
+/// kernel; and the commit of the conv state's fold (conv_commit), a routine
+/// that the fold kernel (fold_kernel.hpp) runs in its conv work items.
 ///
 /// Conv kernel. Preconditions: validated shapes (conv_launch_impl.hpp);
 /// 2 <= W <= 4; `out` does not overlap `qkv`.
