@@ -95,8 +95,7 @@ struct StreamKernel {
   using Scratch = ChunkScratch<Dk, kC, Dk, true>;
   /// Tokens per pass of step 1 (each state value enters 2 kPass fma chains;
   /// a pass ends with two barriers): two for a bf16 state, one for a float
-  /// state, whose fragment leaves fewer registers for accumulators; the
-  /// measured best on the H200 (docs/performance.md).
+  /// state, the measured best of 1, 2 and 4 on the H200 (docs/performance.md).
   static constexpr int kPass = sizeof(StateT) == 2 ? 2 : 1;
   /// The block sums of one pass, [token][block][P, R][Dk].
   static constexpr int kPartial = kPass * kBlocks * 2 * Dk;
