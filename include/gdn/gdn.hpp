@@ -11,6 +11,7 @@
 #include <gdn/conv1d.hpp>
 #include <gdn/conv_inputs.hpp>
 #include <gdn/error.hpp>
+#include <gdn/lazy_commit.hpp>
 #include <gdn/recurrence_fwd.hpp>
 #include <gdn/ring.hpp>
 #include <gdn/state_fold.hpp>

@@ -8,7 +8,8 @@
 /// forward and verify for activation type float and bf16 (each launcher
 /// serves both input forms, TokenInputs and GateInputs), state type float
 /// and bf16, ring type float and bf16; the fold for every state and ring
-/// type. Callers see these declarations and link against the library instead
+/// type; the same sets for the lazy verify and the flush, and the ledger
+/// launchers (lazy_commit.hpp). Callers see these declarations and link against the library instead
 /// of compiling the kernels. src/ compiles each activation type in a file of
 /// its own, so that a parallel build compiles them side by side.
 
@@ -33,10 +34,28 @@
   PREFIX template struct ::gdn::Impl::FoldLauncher<SPACE, ::gdn::bf16, float>; \
   PREFIX template struct ::gdn::Impl::FoldLauncher<SPACE, ::gdn::bf16, ::gdn::bf16>;
 
-#define GDN_ETI_SPACE(PREFIX, SPACE)             \
-  GDN_ETI_ACTIVATION(PREFIX, SPACE, float)       \
-  GDN_ETI_ACTIVATION(PREFIX, SPACE, ::gdn::bf16) \
-  GDN_ETI_FOLD(PREFIX, SPACE)
+/// Lazy verify launchers of one activation type ACT (lazy_commit.hpp).
+#define GDN_ETI_LAZY_ACTIVATION(PREFIX, SPACE, ACT)                                          \
+  PREFIX template struct ::gdn::Impl::LazyVerifyLauncher<SPACE, ACT, float, float>;         \
+  PREFIX template struct ::gdn::Impl::LazyVerifyLauncher<SPACE, ACT, float, ::gdn::bf16>;   \
+  PREFIX template struct ::gdn::Impl::LazyVerifyLauncher<SPACE, ACT, ::gdn::bf16, float>;   \
+  PREFIX template struct ::gdn::Impl::LazyVerifyLauncher<SPACE, ACT, ::gdn::bf16, ::gdn::bf16>;
+
+/// The lazy flush and ledger launchers.
+#define GDN_ETI_LAZY_COMMIT(PREFIX, SPACE)                                      \
+  PREFIX template struct ::gdn::Impl::FlushLauncher<SPACE, float, float>;       \
+  PREFIX template struct ::gdn::Impl::FlushLauncher<SPACE, float, ::gdn::bf16>; \
+  PREFIX template struct ::gdn::Impl::FlushLauncher<SPACE, ::gdn::bf16, float>; \
+  PREFIX template struct ::gdn::Impl::FlushLauncher<SPACE, ::gdn::bf16, ::gdn::bf16>; \
+  PREFIX template struct ::gdn::Impl::LedgerLauncher<SPACE>;
+
+#define GDN_ETI_SPACE(PREFIX, SPACE)                  \
+  GDN_ETI_ACTIVATION(PREFIX, SPACE, float)            \
+  GDN_ETI_ACTIVATION(PREFIX, SPACE, ::gdn::bf16)      \
+  GDN_ETI_FOLD(PREFIX, SPACE)                         \
+  GDN_ETI_LAZY_ACTIVATION(PREFIX, SPACE, float)       \
+  GDN_ETI_LAZY_ACTIVATION(PREFIX, SPACE, ::gdn::bf16) \
+  GDN_ETI_LAZY_COMMIT(PREFIX, SPACE)
 
 #if defined(KOKKOS_ENABLE_SERIAL)
 GDN_ETI_SPACE(extern, Kokkos::Serial)

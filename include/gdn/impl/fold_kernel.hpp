@@ -25,6 +25,14 @@
 /// entries whose state or ring row is gdn::pad_slot, return before they read
 /// anything.
 ///
+/// `Lazy` (state_flush, and the commit before a lazy verify): the count of
+/// each entry is the pending records of its history row (the ledger,
+/// lazy_kernel.hpp) instead of num_accepted[b], and a bf16 state is rounded
+/// after every record that ended a step, as the eager flow stored it there;
+/// the ledger is cleared by a kernel launched after this one. Before a
+/// verify (`m.offsets` given, one layer) only the rows whose window does not
+/// fit behind their pending records are committed. No conv items.
+///
 /// With conv pools (the `state_fold` overload taking a `ConvFold`), the same
 /// launch has one more work item per (layer l, sequence b, block of
 /// kConvChannels conv channels), before the state items: a thread takes V
@@ -37,6 +45,7 @@
 #include <gdn/impl/backend.hpp>
 #include <gdn/impl/chunk_algebra.hpp>
 #include <gdn/impl/conv_kernel.hpp>
+#include <gdn/impl/lazy_kernel.hpp>
 #include <gdn/impl/params.hpp>
 #include <gdn/ring.hpp>
 
@@ -48,7 +57,7 @@
 namespace gdn {
 namespace Impl {
 
-template <class ExecSpace, class StateT, class RingT, int Dk>
+template <class ExecSpace, class StateT, class RingT, int Dk, bool Lazy = false>
 struct FoldKernel {
   using Shape = FoldShape<ExecSpace, Dk, StateT>;
   using M = typename ExecSpace::memory_space;
@@ -132,12 +141,20 @@ struct FoldKernel {
     const int lb = rest / m.nv;  // layer * B + b
     const int b = lb % m_batch;
     const int layer = lb / m_batch;
-    // The three index entries are loaded together, before any is looked at.
-    const std::uint32_t na = m.num_accepted(b);
+    // The index entries are loaded together, before any is looked at.
+    const std::uint32_t na = Lazy ? 0u : m.num_accepted(b);
     const std::uint32_t state_row = m.state_rows(layer, b);
     const std::uint32_t ring_row = m.ring_rows(layer, b);
-    const int n = static_cast<int>(na);
-    if (n <= 0 || n > m.ring_len || state_row == pad_slot || ring_row == pad_slot) return;
+    if (state_row == pad_slot || ring_row == pad_slot) return;
+    int n = static_cast<int>(na);
+    if constexpr (Lazy) {
+      n = pending_records(m.ledger(ring_row, 0), m.ring_len);
+      if (m.offsets.extent(0) > 0) {  // before a verify: only a window that overflows
+        const std::uint32_t len = m.offsets(b + 1) - m.offsets(b);
+        if (len == 0 || len <= std::uint32_t(m.ring_len - n)) n = 0;
+      }
+    }
+    if (n <= 0 || n > m.ring_len) return;
     const int rrow = static_cast<int>(ring_row);
     const int kh = h / m.group;
     const int g = h % m.group;
@@ -173,10 +190,19 @@ struct FoldKernel {
       for (int j = rank; j < cnt; j += kThreads) stage_value(sa + j, &m.ring(rrow, kh, p0 + j, aoff));
       async_wait();
       team.team_barrier();
-      if constexpr (kThreads == 1) {
-        fold_fragment<1>(st, 0, cnt, sk, kTileRows, su, kTileCols, sa, 1);
+      const auto fold = [&](int j, int cn) {
+        if constexpr (kThreads == 1) {
+          fold_fragment<1>(st, 0, cn, sk + j * kTileRows, kTileRows, su + j * kTileCols,
+                           kTileCols, sa + j, 1);
+        } else {
+          fold_block(st, cn, sk + j * kTileRows + r0, kTileRows, su + j * kTileCols + c0,
+                     kTileCols, sa + j);
+        }
+      };
+      if constexpr (Lazy) {
+        fold_steps<StateT>(st, m.ledger, rrow, p0, cnt, fold);
       } else {
-        fold_block(st, cnt, sk + r0, kTileRows, su + c0, kTileCols, sa);
+        fold(0, cnt);
       }
     }
     GDN_UNROLL

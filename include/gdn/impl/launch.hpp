@@ -14,6 +14,8 @@
 #include <gdn/config.hpp>
 #include <gdn/impl/params.hpp>
 
+#include <cstddef>
+
 namespace gdn {
 namespace Impl {
 
@@ -54,6 +56,43 @@ struct FoldLauncher {
                    const PoolView<StateT, M>& state, const IndexTable<M>& ring_rows,
                    const Kokkos::View<const RingT****, Kokkos::LayoutRight, M>& ring,
                    const IndexView<M>& num_accepted, const ConvFoldWords<M>& conv);
+};
+
+/// recurrence_verify_lazy for one (execution space, activation type, state type, history
+/// type), for either input form.
+template <class ExecSpace, class ActT, class StateT, class RingT>
+struct LazyVerifyLauncher {
+  using M = typename ExecSpace::memory_space;
+  static void run(const ExecSpace& space, const HeadConfig& cfg, const TokenInputs<M, ActT>& in,
+                  const IndexView<M>& state_slots, const PoolView<StateT, M>& state,
+                  const OutView<ActT, M>& out, const IndexView<M>& ring_slots,
+                  const PoolView<RingT, M>& history, const Ledger<M>& ledger);
+  static void run(const ExecSpace& space, const HeadConfig& cfg, const GateInputs<M, ActT>& in,
+                  const IndexView<M>& state_slots, const PoolView<StateT, M>& state,
+                  const OutView<ActT, M>& out, const IndexView<M>& ring_slots,
+                  const PoolView<RingT, M>& history, const Ledger<M>& ledger);
+};
+
+/// state_flush for one (execution space, state type, history type).
+template <class ExecSpace, class StateT, class RingT>
+struct FlushLauncher {
+  using M = typename ExecSpace::memory_space;
+  static void flush(const ExecSpace& space, const HeadConfig& cfg,
+                    const IndexTable<M>& state_rows, const PoolView<StateT, M>& state,
+                    const IndexTable<M>& ring_rows,
+                    const Kokkos::View<const RingT****, Kokkos::LayoutRight, M>& history,
+                    const Ledger<M>& ledger);
+};
+
+/// lazy_accept and lazy_drop for one execution space (they touch only the ledger).
+template <class ExecSpace>
+struct LedgerLauncher {
+  using M = typename ExecSpace::memory_space;
+  static void accept(const ExecSpace& space, const IndexTable<M>& ring_rows,
+                     const Ledger<M>& ledger, std::size_t history_rows, std::size_t capacity,
+                     const IndexView<M>& num_accepted);
+  static void drop(const ExecSpace& space, const IndexTable<M>& ring_rows,
+                   const Ledger<M>& ledger, std::size_t history_rows, std::size_t capacity);
 };
 
 }  // namespace Impl

@@ -73,7 +73,7 @@ void check_recurrence_indices(const ArgCheck& c, const ExecSpace& space,
   }
 }
 
-template <class ExecSpace, class ActT, class StateT, class RingT, bool Verify>
+template <class ExecSpace, class ActT, class StateT, class RingT, bool Verify, bool Lazy = false>
 void launch_recurrence(const char* label, const char* long_label, const ExecSpace& space,
                        const HeadConfig& cfg,
                        RecurrenceParams<ActT, StateT, RingT, typename ExecSpace::memory_space> p) {
@@ -87,11 +87,11 @@ void launch_recurrence(const char* label, const char* long_label, const ExecSpac
   const long long batch = static_cast<long long>(p.slots.extent(0));
   with_head_dim(cfg.key_head_dim, [&](auto dk) {
     constexpr int D = decltype(dk)::value;
-    using Kernel = RecurrenceKernel<ExecSpace, ActT, StateT, RingT, D, Verify>;
+    using Kernel = RecurrenceKernel<ExecSpace, ActT, StateT, RingT, D, Verify, Lazy>;
     Kernel k{p, static_cast<int>(Kernel::items(batch, p.nv))};  // <= INT_MAX / 2 (check_league)
     if constexpr (StreamShape<ExecSpace, D>::enabled) {
       // Rows of at most one chunk stream their state; the tiled kernel takes the longer ones.
-      using Stream = StreamKernel<ExecSpace, ActT, StateT, RingT, D, Verify>;
+      using Stream = StreamKernel<ExecSpace, ActT, StateT, RingT, D, Verify, Lazy>;
       const int nk = cfg.num_key_heads;
       Stream sk{p, static_cast<int>(Stream::items(batch, nk)), nk};
 #if defined(KOKKOS_ENABLE_CUDA)
@@ -165,10 +165,7 @@ void run_verify(
   const ArgCheck c("gdn::recurrence_verify_ring");
   const std::size_t batch = state_slots.extent(0);
   const std::size_t tokens = check_recurrence_shapes(c, cfg, in, batch, state, out);
-  if (!(ring_slots.extent(0) == batch)) {
-    c.fail("ring_slots", "extent(0) == B = " + to_str(batch) + " (state_slots.extent(0))",
-           "extent(0) = " + to_str(ring_slots.extent(0)));
-  }
+  check_ring_slots(c, ring_slots, batch);
   check_ring(c, cfg, ring, batch > 0);
   check_league(c, "state_slots", recurrence_items(cfg, batch));
   if (index_checking_enabled()) {

@@ -24,6 +24,11 @@ template <class T, class M>
 using PoolView = Kokkos::View<T****, Kokkos::LayoutRight, M>;  // state or ring pool
 template <class ActT, class M>
 using OutView = Kokkos::View<ActT**, Kokkos::LayoutStride, M>;  // [tokens, value_dim]
+/// A lazy ring's ledger [ring_rows, words] (impl/lazy_kernel.hpp), and as the kernels read it.
+template <class M>
+using Ledger = Kokkos::View<std::uint32_t**, Kokkos::LayoutRight, M>;
+template <class M>
+using LedgerView = Kokkos::View<const std::uint32_t**, Kokkos::LayoutRight, M>;
 
 /// Everything the forward / verify kernel reads and writes, and the geometry.
 /// `ActT` is the activation type of the inputs and of `out` (token_io.hpp).
@@ -35,6 +40,7 @@ struct RecurrenceParams {
   OutWriter<ActT, M> out;     // [tokens, value_dim]
   IndexView<M> ring_slots;    // [B] (verify)
   PoolView<RingT, M> ring;    // [ring_rows, nk, RING_LEN, record_stride] (verify)
+  LedgerView<M> ledger;       // [ring_rows, words] (lazy verify; RING_LEN is the capacity)
   int nv = 0;
   int group = 1;         // G = nv / nk
   int ring_len = 0;      // RING_LEN (verify), 0 for the forward
@@ -94,7 +100,9 @@ struct FoldParams {
   PoolView<StateT, M> state;                                   // [slots, nv, Dk, Dv]
   IndexTable<M> ring_rows;                                     // [L, B]
   Kokkos::View<const RingT****, Kokkos::LayoutRight, M> ring;  // [ring_rows, nk, RING_LEN, stride]
-  IndexView<M> num_accepted;                                   // [B]
+  IndexView<M> num_accepted;                                   // [B] (the eager fold)
+  LedgerView<M> ledger;  // [ring_rows, words] (lazy: the pending records)
+  IndexView<M> offsets;  // [B+1] (a lazy verify's commit: only rows whose window overflows)
   ConvFoldWords<M> conv;                                       // the conv pools, if any
   int nv = 0;
   int group = 1;

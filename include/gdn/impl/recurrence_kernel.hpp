@@ -8,6 +8,11 @@
 /// entries instead for rows of at most RING_LEN tokens and commits longer
 /// rows. Both run the chunk algebra of chunk_algebra.hpp through the same
 /// code, which is why verify's outputs are bit-identical to the forward's.
+/// `Lazy` (a verify into a history ring, lazy_kernel.hpp): before its first
+/// chunk the team folds the row's pending history records into its
+/// registers (the fold's own update, rounded where a step ended) and writes
+/// the window's records behind them; it never stores the state of a
+/// recording row.
 ///
 /// Preconditions (checked on the host, validate.hpp): Dk == Dv == `Dk`, a
 /// multiple of 64; the state pool is dense (LayoutRight) and 16-byte aligned.
@@ -33,6 +38,7 @@
 #include <gdn/impl/backend.hpp>
 #include <gdn/impl/chunk_algebra.hpp>
 #include <gdn/impl/host_algebra.hpp>
+#include <gdn/impl/lazy_kernel.hpp>
 #include <gdn/impl/params.hpp>
 #include <gdn/ring.hpp>
 
@@ -44,8 +50,10 @@
 namespace gdn {
 namespace Impl {
 
-template <class ExecSpace, class ActT, class StateT, class RingT, int Dk, bool Verify>
+template <class ExecSpace, class ActT, class StateT, class RingT, int Dk, bool Verify,
+          bool Lazy = false>
 struct RecurrenceKernel {
+  static_assert(Verify || !Lazy, "lazy commit is a verify mode");
   using Traits = TeamTraits<ExecSpace, Dk>;
   using M = typename ExecSpace::memory_space;
   static constexpr int kLanes = Traits::lanes;
@@ -86,9 +94,12 @@ struct RecurrenceKernel {
 
   /// A work item and the index entries it reads (its row, length, pool and
   /// ring rows), loaded together; len 0: no item (an empty or a padding row).
+  /// Lazy: `pending` history records to fold first, which is also the
+  /// window's first record position.
   struct Item {
     int b = 0, h = 0, tile = 0, t0 = 0, len = 0;
     std::uint32_t slot = 0, ring_row = 0;
+    int pending = 0;
   };
 
   /// The entries of item `item` (its loads are issued here and waited for
@@ -106,6 +117,9 @@ struct RecurrenceKernel {
     it.len = static_cast<int>(o1) - it.t0;
     // A padding row (gdn::pad_slot) is no work: none of its rows is read or written.
     if (it.slot == pad_slot || (Verify && it.ring_row == pad_slot)) it.len = 0;
+    if constexpr (Lazy) {
+      if (it.len > 0) it.pending = pending_records(m.ledger(it.ring_row, 0), m.ring_len);
+    }
     return it;
   }
 
@@ -164,6 +178,10 @@ struct RecurrenceKernel {
     float st[kRows][kCols];
     GDN_UNROLL
     for (int i = 0; i < kRows; ++i) load_frag<kCols>(srow + (lane * kRows + i) * Dk, st[i]);
+    if constexpr (Lazy) {
+      if (it.pending > 0) advance(team, s, st, it, kh, g, lane, col0, tcol);
+    }
+    const int pos0 = it.pending;  // the window's first record position (0 but in lazy mode)
 
     for (int c0 = 0; c0 < len; c0 += kC) {
       const int n = len - c0 < kC ? len - c0 : kC;
@@ -194,7 +212,7 @@ struct RecurrenceKernel {
         const int uoff = RingLayout{Dk, Dk, m.group}.delta_offset(g) + tcol;
         for (int cb = 0; cb < kTiledCols; cb += kHostColBlock) {
           const auto emit_u = [&](int j, int w, float u) {
-            if (record) m.ring(row, kh, c0 + j, uoff + cb + w) = RingT(u);
+            if (record) m.ring(row, kh, pos0 + c0 + j, uoff + cb + w) = RingT(u);
           };
           const auto emit_out = [&](int j, int w, float o) {
             m.out.write(t0 + c0 + j, ocol + cb + w, o);
@@ -205,12 +223,12 @@ struct RecurrenceKernel {
         const int row = static_cast<int>(it.ring_row);
         const int ucol = RingLayout{Dk, Dk, m.group}.delta_offset(g) + tcol + rank;
         const auto emit_u = [&](int j, int, float u) {
-          if (record) m.ring(row, kh, c0 + j, ucol) = RingT(u);
+          if (record) m.ring(row, kh, pos0 + c0 + j, ucol) = RingT(u);
         };
         const auto emit_out = [&](int j, int, float o) { m.out.write(t0 + c0 + j, ocol + rank, o); };
         readout_columns<1>(s, n, rank, emit_u, emit_out);
       }
-      if (record) write_key_records(team, s, int(it.ring_row), c0, n, kh, g, tile);
+      if (record) write_key_records(team, s, int(it.ring_row), pos0 + c0, n, kh, g, tile);
       if (!record || c0 + n < len) {
         team.team_barrier();  // every column's delta factors are in scratch
         fold_fragment<kLanes>(st, lane, n, s.k, Dk, s.u + col0, kTiledCols, s.a, 1);
@@ -220,6 +238,39 @@ struct RecurrenceKernel {
       GDN_UNROLL
       for (int i = 0; i < kRows; ++i)
         store_frag<kCols>(srow + (lane * kRows + i) * Dk, st[i]);
+    }
+  }
+
+  /// Lazy: folds the item's pending history records (positions 0 ..
+  /// it.pending-1 of its ring row) into the fragment, kC at a time: the
+  /// team stages their keys, the tile's delta factors of head g and the
+  /// decays in the chunk's scratch, then every thread folds them in
+  /// (fold_steps: the chunk fold's update, rounded where a step ended).
+  KOKKOS_INLINE_FUNCTION void advance(const Member& team, const Scratch& s,
+                                      float (&st)[kRows][kCols], const Item& it, int kh, int g,
+                                      int lane, int col0, int tcol) const {
+    const int rank = team.team_rank();
+    const int row = static_cast<int>(it.ring_row);
+    const RingLayout lay{Dk, Dk, m.group};
+    const int uoff = lay.delta_offset(g) + tcol, aoff = lay.decay_offset(g);
+    for (int p0 = 0; p0 < it.pending; p0 += kC) {
+      const int cnt = it.pending - p0 < kC ? it.pending - p0 : kC;
+      team.team_barrier();  // the last records' (or item's) readers are done with scratch
+      for (int e = rank; e < cnt * Dk; e += kThreads) {
+        const int j = e / Dk, i = e % Dk;
+        stage_ring_value(s.k + e, &m.ring(row, kh, p0 + j, lay.key_offset() + i));
+      }
+      for (int e = rank; e < cnt * kTiledCols; e += kThreads) {
+        const int j = e / kTiledCols, c = e % kTiledCols;
+        stage_ring_value(s.u + e, &m.ring(row, kh, p0 + j, uoff + c));
+      }
+      for (int j = rank; j < cnt; j += kThreads) stage_ring_value(s.a + j, &m.ring(row, kh, p0 + j, aoff));
+      async_wait();
+      team.team_barrier();
+      fold_steps<StateT>(st, m.ledger, row, p0, cnt, [&](int j, int cn) {
+        fold_fragment<kLanes>(st, lane, cn, s.k + j * Dk, Dk, s.u + col0 + j * kTiledCols,
+                              kTiledCols, s.a + j, 1);
+      });
     }
   }
 

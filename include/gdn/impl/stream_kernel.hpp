@@ -32,7 +32,12 @@
 ///   fragment (from L2: no register holds it across step 3), folds the
 ///   chunk's records into it and stores it.
 /// While a head computes, the next head's (or item's) state is hinted into
-/// L2. Rows longer than chunk_tokens are the tiled kernel's
+/// L2. `Lazy` (a verify into a history ring, lazy_kernel.hpp): after its
+/// fragment loads, each head folds the row's pending history records into
+/// them, kC at a time (keys staged in P's region, delta factors in R's,
+/// decays in the partial buffer, all free before step 1), and the window's
+/// records go behind the pending ones (a row with pending records always
+/// records, so the reload of a committing row reads a committed state). Rows longer than chunk_tokens are the tiled kernel's
 /// (recurrence_kernel.hpp, launched beside this one): both evaluate the
 /// canonical order of chunk_algebra.hpp, so the bits do not depend on which
 /// kernel took a row.
@@ -40,6 +45,7 @@
 #include <gdn/config.hpp>
 #include <gdn/impl/backend.hpp>
 #include <gdn/impl/chunk_algebra.hpp>
+#include <gdn/impl/lazy_kernel.hpp>
 #include <gdn/impl/params.hpp>
 #include <gdn/ring.hpp>
 
@@ -80,8 +86,10 @@ KOKKOS_INLINE_FUNCTION void stage_rows(int rank, int threads, float* dst, const 
   }
 }
 
-template <class ExecSpace, class ActT, class StateT, class RingT, int Dk, bool Verify>
+template <class ExecSpace, class ActT, class StateT, class RingT, int Dk, bool Verify,
+          bool Lazy = false>
 struct StreamKernel {
+  static_assert(Verify || !Lazy, "lazy commit is a verify mode");
   using Shape = StreamShape<ExecSpace, Dk>;
   static constexpr int kBlocks = Dk / kBlockRows;  // a warp per canonical block
   static constexpr int kCols = Dk / 32;            // columns per lane
@@ -113,10 +121,11 @@ struct StreamKernel {
   }
 
   /// A work item and the index entries it reads; len 0: nothing to do (an
-  /// empty or a padding row).
+  /// empty or a padding row). Lazy: as in RecurrenceKernel::Item.
   struct Item {
     int b = 0, kh = 0, t0 = 0, len = 0;
     std::uint32_t slot = 0, ring_row = 0;
+    int pending = 0;
   };
 
   KOKKOS_INLINE_FUNCTION Item item_at(int item) const {
@@ -130,6 +139,9 @@ struct StreamKernel {
     it.len = static_cast<int>(o1) - it.t0;
     // A padding row (gdn::pad_slot) is no work: none of its rows is read or written.
     if (it.slot == pad_slot || (Verify && it.ring_row == pad_slot)) it.len = 0;
+    if constexpr (Lazy) {
+      if (it.len > 0) it.pending = pending_records(m.ledger(it.ring_row, 0), m.ring_len);
+    }
     return it;
   }
 
@@ -160,6 +172,7 @@ struct StreamKernel {
     const int warp = rank / 32;
     const int col0 = (rank % 32) * kCols;
     const int row = static_cast<int>(it.ring_row);
+    const int pos0 = it.pending;  // the window's first record position (0 but in lazy mode)
     const auto& x = m.in.m_qkv;
 
     team.team_barrier();  // the last item's readers are done with scratch
@@ -185,7 +198,7 @@ struct StreamKernel {
     if (record) {
       for (int e = rank; e < n * Dk; e += kThreads) {
         const int j = e / Dk, i = e % Dk;
-        m.ring(row, kh, j, RingLayout{Dk, Dk, G}.key_offset() + i) = RingT(s.k[e]);
+        m.ring(row, kh, pos0 + j, RingLayout{Dk, Dk, G}.key_offset() + i) = RingT(s.k[e]);
       }
     }
     for (int g = 0; g < G; ++g) {
@@ -196,6 +209,9 @@ struct StreamKernel {
       GDN_UNROLL
       for (int i = 0; i < kRows; ++i) load_frag<kCols>(frag + i * Dk, st[i]);
       team.team_barrier();  // the last head's step 3 and fold are done with scratch
+      if constexpr (Lazy) {
+        if (it.pending > 0) advance(team, s, partial, st, it, g);
+      }
       stage_rows<ActT>(rank, kThreads, s.v, x, t0, n, 2 * m.key_dim + long(h) * Dk, Dk,
                        m.vec_qkv);
       for (int j = rank; j < n; j += kThreads) {
@@ -225,7 +241,7 @@ struct StreamKernel {
         const long ocol = long(h) * Dk + rank;
         const int ucol = RingLayout{Dk, Dk, G}.delta_offset(g) + rank;
         const auto emit_u = [&](int j, int, float u) {
-          if (record) m.ring(row, kh, j, ucol) = RingT(u);
+          if (record) m.ring(row, kh, pos0 + j, ucol) = RingT(u);
         };
         const auto emit_out = [&](int j, int, float o) { m.out.write(t0 + j, ocol, o); };
         if (n <= 4) {
@@ -237,7 +253,9 @@ struct StreamKernel {
         }
       } else if (record) {
         const int aoff = RingLayout{Dk, Dk, G}.decay_offset(g);
-        for (int j = rank - Dk; j < n; j += kThreads - Dk) m.ring(row, kh, j, aoff) = RingT(s.a[j]);
+        for (int j = rank - Dk; j < n; j += kThreads - Dk) {
+          m.ring(row, kh, pos0 + j, aoff) = RingT(s.a[j]);
+        }
       }
       if (!record) {
         team.team_barrier();  // every column's delta factors are in scratch
@@ -277,6 +295,39 @@ struct StreamKernel {
       GDN_UNROLL
       for (int e = 0; e < kBlocks; ++e) b[e] = buf[((t * kBlocks + e) * 2 + which) * Dk + c];
       dst[t * Dk] = block_tree(b);
+    }
+  }
+
+  /// Lazy: folds the item's pending history records into head g's fragment,
+  /// kC at a time (keys in P's region, the head's delta factors in R's, the
+  /// decays in the partial buffer; the caller's barrier precedes the first
+  /// staging, and the barrier after the head's input staging follows the
+  /// last fold).
+  template <class Team>
+  KOKKOS_INLINE_FUNCTION void advance(const Team& team, const Scratch& s, float* partial,
+                                      float (&st)[kRows][kCols], const Item& it, int g) const {
+    const int rank = team.team_rank();
+    const int warp = rank / 32, col0 = (rank % 32) * kCols;
+    const int row = static_cast<int>(it.ring_row), kh = it.kh;
+    const RingLayout lay{Dk, Dk, m.group};
+    const int uoff = lay.delta_offset(g), aoff = lay.decay_offset(g);
+    for (int p0 = 0; p0 < it.pending; p0 += kC) {
+      const int cnt = it.pending - p0 < kC ? it.pending - p0 : kC;
+      if (p0 > 0) team.team_barrier();  // the last records' fold is done with scratch
+      for (int e = rank; e < cnt * Dk; e += kThreads) {
+        const int j = e / Dk, i = e % Dk;
+        stage_ring_value(s.p + e, &m.ring(row, kh, p0 + j, lay.key_offset() + i));
+        stage_ring_value(s.r + e, &m.ring(row, kh, p0 + j, uoff + i));
+      }
+      for (int j = rank; j < cnt; j += kThreads) {
+        stage_ring_value(partial + j, &m.ring(row, kh, p0 + j, aoff));
+      }
+      async_wait();
+      team.team_barrier();
+      fold_steps<StateT>(st, m.ledger, row, p0, cnt, [&](int j, int cn) {
+        fold_fragment<kBlocks>(st, warp, cn, s.p + j * Dk, Dk, s.r + col0 + j * Dk, Dk,
+                               partial + j, 1);
+      });
     }
   }
 

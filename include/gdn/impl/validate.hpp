@@ -200,28 +200,62 @@ void check_out(const ArgCheck& c, const HeadConfig& cfg, const OutView& out, std
   }
 }
 
+/// A ring pool [ring_rows, nk, RING_LEN, record_stride], or (`name`
+/// "lazy.history") a lazy ring's history, whose extent(2) is its capacity.
 template <class RingView>
-void check_ring(const ArgCheck& c, const HeadConfig& cfg, const RingView& ring, bool need_rows) {
+void check_ring(const ArgCheck& c, const HeadConfig& cfg, const RingView& ring, bool need_rows,
+                const char* name = "ring") {
   const std::size_t rec =
       ring_record_elements(cfg.key_head_dim, cfg.value_head_dim, cfg.group_size());
+  const auto len_name = [&] {
+    return std::string(std::string(name) == "ring" ? "RING_LEN" : "capacity");
+  };
   if (!(ring.extent(1) == std::size_t(cfg.num_key_heads))) {
-    c.fail("ring",
-           "extent(1) == nk = " + to_str(cfg.num_key_heads) +
-               " (shape [ring_rows, nk, RING_LEN, record_stride])",
+    c.fail(name,
+           "extent(1) == nk = " + to_str(cfg.num_key_heads) + " (shape [ring_rows, nk, " +
+               len_name() + ", record_stride])",
            "shape " + extents_str(ring));
   }
   if (!(ring.extent(2) >= 1)) {
-    c.fail("ring", "RING_LEN = extent(2) >= 1", "shape " + extents_str(ring));
+    c.fail(name, len_name() + " = extent(2) >= 1", "shape " + extents_str(ring));
   }
   if (!(ring.extent(2) <= std::size_t(INT_MAX))) {
-    c.fail("ring", "RING_LEN = extent(2) <= INT_MAX", "shape " + extents_str(ring));
+    c.fail(name, len_name() + " = extent(2) <= INT_MAX", "shape " + extents_str(ring));
   }
   if (!(ring.extent(3) >= rec)) {
-    c.fail("ring", "record_stride = extent(3) >= ring_record_elements(Dk, Dv, G) = " + to_str(rec),
+    c.fail(name, "record_stride = extent(3) >= ring_record_elements(Dk, Dv, G) = " + to_str(rec),
            "shape " + extents_str(ring));
   }
   if (!(!need_rows || ring.extent(0) > 0)) {
-    c.fail("ring", "at least one ring row", "shape " + extents_str(ring));
+    c.fail(name, "at least one ring row", "shape " + extents_str(ring));
+  }
+}
+
+/// A verify's ring_slots: one entry per row.
+template <class Index>
+void check_ring_slots(const ArgCheck& c, const Index& ring_slots, std::size_t batch) {
+  if (!(ring_slots.extent(0) == batch)) {
+    c.fail("ring_slots", "extent(0) == B = " + to_str(batch) + " (state_slots.extent(0))",
+           "extent(0) = " + to_str(ring_slots.extent(0)));
+  }
+}
+
+/// A lazy ring's ledger against its history of `history_rows` rows of
+/// `capacity` records: a row per history row, at least
+/// lazy_ledger_words(capacity) words; the capacity at least one record.
+template <class LedgerT>
+void check_ledger(const ArgCheck& c, const LedgerT& ledger, std::size_t history_rows,
+                  std::size_t capacity) {
+  if (!(capacity >= 1 && capacity <= std::size_t(INT_MAX))) {
+    c.fail("lazy.history", "capacity = extent(2) in [1, INT_MAX]",
+           "capacity " + to_str(capacity));
+  }
+  const std::size_t words = 1 + (capacity + 31) / 32;
+  if (!(ledger.extent(0) == history_rows && ledger.extent(1) >= words)) {
+    c.fail("lazy.ledger",
+           "shape [ring_rows, >= lazy_ledger_words(capacity)] = [" + to_str(history_rows) +
+               ", >= " + to_str(words) + "] (lazy.history's rows and capacity)",
+           "shape " + extents_str(ledger));
   }
 }
 

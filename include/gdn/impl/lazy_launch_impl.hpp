@@ -1,0 +1,293 @@
+#ifndef GDN_IMPL_LAZY_LAUNCH_IMPL_HPP
+#define GDN_IMPL_LAZY_LAUNCH_IMPL_HPP
+
+/// \file lazy_launch_impl.hpp
+/// \brief Definitions of the lazy-commit launchers of launch.hpp
+/// (lazy_commit.hpp): validate, then launch. Included only by the explicit
+/// instantiations in src/.
+
+#include <gdn/impl/launch_impl.hpp>
+#include <gdn/impl/lazy_kernel.hpp>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace gdn {
+namespace Impl {
+
+/// The checking mode's test of the pending counts: every ledger row that
+/// `used[e]` names through `rows[e]` holds at most `capacity` records.
+inline void check_pending(const ArgCheck& c, const std::vector<std::uint32_t>& ledger,
+                          std::size_t words, const std::vector<std::uint32_t>& rows,
+                          const std::vector<char>& used, std::size_t capacity,
+                          const char* rows_name, std::size_t row_len) {
+  for (std::size_t e = 0; e < rows.size(); ++e) {
+    if (!used[e]) continue;
+    const std::uint32_t pending = ledger[std::size_t(rows[e]) * words];
+    if (!(pending <= capacity)) {
+      c.fail("lazy.ledger",
+             "pending records (word 0 of a row) <= capacity = " + to_str(capacity) +
+                 " (lazy.history.extent(2))",
+             "lazy.ledger(" + to_str(rows[e]) + ", 0) = " + to_str(pending) + " (the row of " +
+                 index_name(rows_name, e, row_len) + ")");
+    }
+  }
+}
+
+/// Index checking mode of a lazy verify: the offsets; every row with tokens
+/// fits the history (a row longer than the capacity is an error here, a
+/// committing row without the checking mode); the state and history rows of
+/// the rows with tokens are in range and each used by one row (a slot's
+/// pending records belong to one request, and any row may store its state);
+/// the pending counts are at most the capacity.
+template <class ExecSpace, class M>
+void check_lazy_verify_indices(const ArgCheck& c, const ExecSpace& space,
+                               const IndexView<M>& offsets, std::size_t tokens,
+                               const IndexView<M>& slots, std::size_t pool_rows,
+                               const IndexView<M>& ring_slots, std::size_t history_rows,
+                               std::size_t capacity, const Ledger<M>& ledger) {
+  const RowRoles r = row_roles(c, space, offsets, tokens, slots, &ring_slots, capacity);
+  for (std::size_t b = 0; b < r.used.size(); ++b) {
+    if (r.commit[b]) {
+      const std::vector<std::uint32_t> off = host_copy_1d(offsets);
+      c.fail("lazy.history",
+             "capacity = extent(2) >= the length of every row (a history holds a whole window)",
+             "capacity " + to_str(capacity) + ", row " + to_str(b) + " of " +
+                 to_str(off[b + 1] - off[b]) + " tokens");
+    }
+  }
+  check_rows(c, "state_slots", "state.extent(0)", r.slots, r.used, r.used, pool_rows, 0,
+             "pool row");
+  check_rows(c, "ring_slots", "lazy.history.extent(0)", r.ring_slots, r.used, r.used,
+             history_rows, 0, "history row");
+  check_pending(c, host_copy_2d(ledger), ledger.extent(1), r.ring_slots, r.used, capacity,
+                "ring_slots", 0);
+}
+
+/// The fold kernel's parameters in its lazy mode (state_flush, and the
+/// commit before a lazy verify).
+template <class StateT, class RingT, class M>
+FoldParams<StateT, RingT, M> lazy_fold_params(
+    const HeadConfig& cfg, const IndexTable<M>& state_rows, const PoolView<StateT, M>& state,
+    const IndexTable<M>& ring_rows,
+    const Kokkos::View<const RingT****, Kokkos::LayoutRight, M>& history,
+    const Ledger<M>& ledger) {
+  FoldParams<StateT, RingT, M> p;
+  p.state_rows = state_rows;
+  p.state = state;
+  p.ring_rows = ring_rows;
+  p.ring = history;
+  p.ledger = ledger;
+  p.nv = cfg.num_value_heads;
+  p.group = cfg.group_size();
+  p.ring_len = static_cast<int>(history.extent(2));
+  return p;
+}
+
+/// A [B] index view as the [1, B] table of one layer.
+template <class M>
+IndexTable<M> one_layer(const IndexView<M>& v) {
+  const std::size_t n = v.extent(0), stride = n > 0 ? v.stride(0) : 1;
+  return IndexTable<M>(v.data(), Kokkos::LayoutStride(1, n * stride, n, stride));
+}
+
+/// Launches the lazy fold kernel over the [L, B] entries of `p`.
+template <class ExecSpace, class StateT, class RingT>
+void launch_lazy_fold(const char* label, const ExecSpace& space, const HeadConfig& cfg,
+                      const FoldParams<StateT, RingT, typename ExecSpace::memory_space>& p,
+                      long long items) {
+  with_head_dim(cfg.key_head_dim, [&](auto dk) {
+    using Kernel = FoldKernel<ExecSpace, StateT, RingT, decltype(dk)::value, true>;
+    // items <= INT_MAX / 2 (check_league).
+    Kernel k{p, static_cast<int>(p.state_rows.extent(1)), static_cast<int>(items), 0};
+    launch_team_kernel(label, space, k);
+  });
+}
+
+/// Work items of the lazy fold kernel over `layers` x `batch` entries.
+template <class ExecSpace, class StateT, class RingT>
+long long lazy_fold_items(const HeadConfig& cfg, std::size_t layers, std::size_t batch) {
+  long long items = 0;
+  with_head_dim(cfg.key_head_dim, [&](auto dk) {
+    using Kernel = FoldKernel<ExecSpace, StateT, RingT, decltype(dk)::value, true>;
+    items = Kernel::items(static_cast<long long>(layers), static_cast<long long>(batch),
+                          cfg.num_value_heads);
+  });
+  return items;
+}
+
+/// recurrence_verify_lazy for either input form: validate, then three
+/// launches (lazy_kernel.hpp): the commit of the rows whose window does not
+/// fit behind their pending records, the ledger of those rows, the verify.
+template <class ExecSpace, class Inputs, class StateT, class RingT>
+void run_verify_lazy(
+    const ExecSpace& space, const HeadConfig& cfg, const Inputs& in,
+    const IndexView<typename ExecSpace::memory_space>& state_slots,
+    const PoolView<StateT, typename ExecSpace::memory_space>& state,
+    const OutView<typename Inputs::activation_type, typename ExecSpace::memory_space>& out,
+    const IndexView<typename ExecSpace::memory_space>& ring_slots,
+    const PoolView<RingT, typename ExecSpace::memory_space>& history,
+    const Ledger<typename ExecSpace::memory_space>& ledger) {
+  using M = typename ExecSpace::memory_space;
+  using ActT = typename Inputs::activation_type;
+  const ArgCheck c("gdn::recurrence_verify_lazy");
+  const std::size_t batch = state_slots.extent(0);
+  const std::size_t tokens = check_recurrence_shapes(c, cfg, in, batch, state, out);
+  check_ring_slots(c, ring_slots, batch);
+  check_ring(c, cfg, history, batch > 0, "lazy.history");
+  check_ledger(c, ledger, history.extent(0), history.extent(2));
+  check_league(c, "state_slots", recurrence_items(cfg, batch));
+  const long long commit_items = lazy_fold_items<ExecSpace, StateT, RingT>(cfg, 1, batch);
+  check_league(c, "state_slots", commit_items);
+  const std::size_t capacity = history.extent(2);
+  if (index_checking_enabled()) {
+    check_lazy_verify_indices<ExecSpace, M>(c, space, in.row_offsets, tokens, state_slots,
+                                            state.extent(0), ring_slots, history.extent(0),
+                                            capacity, ledger);
+    check_gate_params(c, cfg, in);
+  }
+  FoldParams<StateT, RingT, M> fp =
+      lazy_fold_params(cfg, one_layer(state_slots), state, one_layer(ring_slots),
+                       Kokkos::View<const RingT****, Kokkos::LayoutRight, M>(history), ledger);
+  fp.offsets = in.row_offsets;
+  launch_lazy_fold("gdn::recurrence_verify_lazy::commit", space, cfg, fp, commit_items);
+  launch_ledger("gdn::recurrence_verify_lazy::ledger", space, static_cast<long long>(batch),
+                LedgerBeforeVerify<ExecSpace>{ledger, in.row_offsets, state_slots, ring_slots,
+                                              static_cast<int>(capacity)});
+  RecurrenceParams<ActT, StateT, RingT, M> p;
+  p.in = TokenReader<ActT, M>(in);
+  p.slots = state_slots;
+  p.state = state;
+  p.out.m_out = out;
+  p.ring_slots = ring_slots;
+  p.ring = history;
+  p.ring_len = static_cast<int>(capacity);
+  p.ledger = ledger;
+  launch_recurrence<ExecSpace, ActT, StateT, RingT, true, true>(
+      "gdn::recurrence_verify_lazy::kernel", "gdn::recurrence_verify_lazy::long_rows", space,
+      cfg, p);
+}
+
+template <class ExecSpace, class ActT, class StateT, class RingT>
+void LazyVerifyLauncher<ExecSpace, ActT, StateT, RingT>::run(
+    const ExecSpace& space, const HeadConfig& cfg, const TokenInputs<M, ActT>& in,
+    const IndexView<M>& state_slots, const PoolView<StateT, M>& state, const OutView<ActT, M>& out,
+    const IndexView<M>& ring_slots, const PoolView<RingT, M>& history, const Ledger<M>& ledger) {
+  run_verify_lazy(space, cfg, in, state_slots, state, out, ring_slots, history, ledger);
+}
+
+template <class ExecSpace, class ActT, class StateT, class RingT>
+void LazyVerifyLauncher<ExecSpace, ActT, StateT, RingT>::run(
+    const ExecSpace& space, const HeadConfig& cfg, const GateInputs<M, ActT>& in,
+    const IndexView<M>& state_slots, const PoolView<StateT, M>& state, const OutView<ActT, M>& out,
+    const IndexView<M>& ring_slots, const PoolView<RingT, M>& history, const Ledger<M>& ledger) {
+  run_verify_lazy(space, cfg, in, state_slots, state, out, ring_slots, history, ledger);
+}
+
+/// The [L, B] ring_rows table of lazy_accept (B = num_accepted.extent(0)) or
+/// lazy_drop, and its rows in the checking mode: in range (or padding), each
+/// written by one entry. Returns the table's entries.
+template <class ExecSpace, class M>
+std::vector<std::uint32_t> check_ledger_rows(const ArgCheck& c, const ExecSpace& space,
+                                             const IndexTable<M>& ring_rows,
+                                             const Ledger<M>& ledger, std::size_t capacity,
+                                             const std::vector<char>* active) {
+  space.fence();  // the caller may have written the tables asynchronously on this instance
+  const std::size_t batch = ring_rows.extent(1);
+  const std::vector<std::uint32_t> rr = host_copy_2d(ring_rows);
+  std::vector<char> used(rr.size());
+  for (std::size_t e = 0; e < rr.size(); ++e) {
+    used[e] = rr[e] != pad_slot && (active == nullptr || (*active)[e]);
+  }
+  check_rows(c, "ring_rows", "lazy.ledger.extent(0)", rr, used, used, ledger.extent(0), batch,
+             "history row");
+  check_pending(c, host_copy_2d(ledger), ledger.extent(1), rr, used, capacity, "ring_rows",
+                batch);
+  return rr;
+}
+
+template <class ExecSpace>
+void LedgerLauncher<ExecSpace>::accept(const ExecSpace& space, const IndexTable<M>& ring_rows,
+                                       const Ledger<M>& ledger, std::size_t history_rows,
+                                       std::size_t capacity, const IndexView<M>& num_accepted) {
+  const ArgCheck c("gdn::lazy_accept");
+  check_ledger(c, ledger, history_rows, capacity);
+  const std::size_t layers = ring_rows.extent(0), batch = num_accepted.extent(0);
+  if (!(ring_rows.extent(1) == batch)) {
+    c.fail("ring_rows", "shape [L, B] with B = num_accepted.extent(0) = " + to_str(batch),
+           "shape " + extents_str(ring_rows));
+  }
+  check_league(c, "ring_rows", static_cast<long long>(layers * batch));
+  if (index_checking_enabled()) {
+    const std::vector<std::uint32_t> na = host_copy_1d(num_accepted);
+    std::vector<char> active(layers * batch);
+    for (std::size_t e = 0; e < active.size(); ++e) active[e] = na[e % batch] > 0;
+    check_ledger_rows(c, space, ring_rows, ledger, capacity, &active);
+  }
+  launch_ledger("gdn::lazy_accept", space, static_cast<long long>(layers * batch),
+                LedgerAccept<ExecSpace>{ledger, ring_rows, num_accepted,
+                                        static_cast<int>(capacity), static_cast<int>(batch)});
+}
+
+template <class ExecSpace>
+void LedgerLauncher<ExecSpace>::drop(const ExecSpace& space, const IndexTable<M>& ring_rows,
+                                     const Ledger<M>& ledger, std::size_t history_rows,
+                                     std::size_t capacity) {
+  const ArgCheck c("gdn::lazy_drop");
+  check_ledger(c, ledger, history_rows, capacity);
+  const std::size_t layers = ring_rows.extent(0), batch = ring_rows.extent(1);
+  check_league(c, "ring_rows", static_cast<long long>(layers * batch));
+  if (index_checking_enabled()) check_ledger_rows(c, space, ring_rows, ledger, capacity, nullptr);
+  launch_ledger("gdn::lazy_drop", space, static_cast<long long>(layers * batch),
+                LedgerClear<ExecSpace>{ledger, ring_rows, IndexTable<M>(), static_cast<int>(batch)});
+}
+
+template <class ExecSpace, class StateT, class RingT>
+void FlushLauncher<ExecSpace, StateT, RingT>::flush(
+    const ExecSpace& space, const HeadConfig& cfg, const IndexTable<M>& state_rows,
+    const PoolView<StateT, M>& state, const IndexTable<M>& ring_rows,
+    const Kokkos::View<const RingT****, Kokkos::LayoutRight, M>& history,
+    const Ledger<M>& ledger) {
+  const ArgCheck c("gdn::state_flush");
+  check_heads(c, cfg);
+  const std::size_t layers = state_rows.extent(0), batch = state_rows.extent(1);
+  if (!(ring_rows.extent(0) == layers && ring_rows.extent(1) == batch)) {
+    c.fail(
+        "ring_rows",
+        "shape [L, B] = [" + to_str(layers) + ", " + to_str(batch) + "] (the shape of state_rows)",
+        "shape " + extents_str(ring_rows));
+  }
+  const bool any = layers * batch > 0;
+  check_state(c, cfg, state, any);
+  check_ring(c, cfg, history, any, "lazy.history");
+  check_ledger(c, ledger, history.extent(0), history.extent(2));
+  const std::size_t capacity = history.extent(2);
+  const long long items = lazy_fold_items<ExecSpace, StateT, RingT>(cfg, layers, batch);
+  check_league(c, "state_rows", items);
+  if (index_checking_enabled()) {
+    // Every entry without padding clears its ledger row; one with pending
+    // records also writes its state row.
+    const std::vector<std::uint32_t> sr = host_copy_2d(state_rows);
+    std::vector<char> entry(sr.size());
+    for (std::size_t e = 0; e < sr.size(); ++e) entry[e] = sr[e] != pad_slot;
+    const std::vector<std::uint32_t> rr =
+        check_ledger_rows(c, space, ring_rows, ledger, capacity, &entry);
+    const std::vector<std::uint32_t> lw = host_copy_2d(ledger);
+    std::vector<char> writes(sr.size());
+    for (std::size_t e = 0; e < sr.size(); ++e) {
+      writes[e] = entry[e] && rr[e] != pad_slot && lw[std::size_t(rr[e]) * ledger.extent(1)] > 0;
+    }
+    check_rows(c, "state_rows", "state.extent(0)", sr, writes, writes, state.extent(0), batch,
+               "pool row");
+  }
+  launch_lazy_fold("gdn::state_flush::kernel", space, cfg,
+                   lazy_fold_params(cfg, state_rows, state, ring_rows, history, ledger), items);
+  launch_ledger("gdn::state_flush::ledger", space, static_cast<long long>(layers * batch),
+                LedgerClear<ExecSpace>{ledger, ring_rows, state_rows, static_cast<int>(batch)});
+}
+
+}  // namespace Impl
+}  // namespace gdn
+
+#endif  // GDN_IMPL_LAZY_LAUNCH_IMPL_HPP

@@ -1,0 +1,262 @@
+#ifndef GDN_LAZY_COMMIT_HPP
+#define GDN_LAZY_COMMIT_HPP
+
+/// \file lazy_commit.hpp
+/// \brief Lazy commit: a speculative step that reads each state once and
+/// writes it only every few steps, bit for bit the eager flow.
+///
+/// The eager flow runs `recurrence_verify_ring` and then `state_fold` every
+/// step. The lazy flow keeps the accepted records of earlier steps in a
+/// per-slot history (a `LazyRing`) and runs, every step:
+///
+///     recurrence_verify_lazy(...)   // folds the pending records in registers, then the window
+///     lazy_accept(...)              // the accepted prefix becomes pending (device-side)
+///
+/// and `state_flush` whenever the caller wants the states committed (before a
+/// slot is freed, or every few steps); a verify also commits a slot by itself
+/// when its window does not fit behind the pending records. No call
+/// synchronises with the host, so a decode loop can be captured in a CUDA
+/// graph. Outputs, records and every committed state are bit for bit those
+/// of the eager flow, for any flush schedule, for float and bf16 states
+/// (docs/api.md, "Lazy commit").
+///
+/// The kernels are those of the verify and the fold (impl/recurrence_kernel.hpp,
+/// impl/stream_kernel.hpp, impl/fold_kernel.hpp), in their lazy mode; the ledger
+/// is impl/lazy_kernel.hpp.
+
+#include <gdn/config.hpp>
+#include <gdn/impl/eti.hpp>
+#include <gdn/impl/launch.hpp>
+#include <gdn/impl/profiling.hpp>
+#include <gdn/impl/static_checks.hpp>
+#include <gdn/ring.hpp>
+
+#include <Kokkos_Core.hpp>
+
+#include <cstddef>
+#include <cstdint>
+#include <type_traits>
+
+namespace gdn {
+
+/// \brief The words of one ledger row for a history of `capacity` records:
+/// the pending count and one bit per record position.
+constexpr std::size_t lazy_ledger_words(std::size_t capacity) { return 1 + (capacity + 31) / 32; }
+
+/// \brief A history ring and its ledger: the pool the lazy flow keeps its
+/// pending records in.
+///
+/// Row r of both belongs to one request of one layer (the tables that name
+/// rows are those of the eager ring: `ring_slots` in the verify, `ring_rows`
+/// in the fold). A zero-filled ledger row has no pending record: allocate the
+/// ledger with Kokkos' default (zero) initialisation, and clear a row with
+/// `lazy_drop` or `state_flush` before it serves another request.
+template <class MemorySpace, class RingT = float>
+struct LazyRing {
+  static_assert(Impl::IsStorageType<RingT>::value,
+                "gdn::LazyRing: the history type must be float or gdn::bf16");
+  /// [ring_rows, nk, capacity, record_stride] LayoutRight: records in the layout of ring.hpp.
+  /// The capacity should hold at least two windows; a float history keeps the flow
+  /// bit-exact, a bf16 one rounds k, u and decay as a bf16 eager ring does.
+  Kokkos::View<RingT****, Kokkos::LayoutRight, MemorySpace> history;
+  /// [ring_rows, >= lazy_ledger_words(capacity)] LayoutRight: word 0 the pending records of
+  /// the row, the other words a bit per record position (where an accepted step ended).
+  Kokkos::View<std::uint32_t**, Kokkos::LayoutRight, MemorySpace> ledger;
+};
+
+namespace Impl {
+
+template <class ExecSpace, class Inputs, class SlotsView, class StateView, class OutView,
+          class RingSlotsView, class RingT>
+void recurrence_verify_lazy_checked(
+    const ExecSpace& space, const HeadConfig& cfg, const Inputs& inputs,
+    const SlotsView& state_slots, const StateView& state, const OutView& out,
+    const RingSlotsView& ring_slots, const LazyRing<typename ExecSpace::memory_space, RingT>& lazy) {
+  using M = typename ExecSpace::memory_space;
+  static_assert(
+      Kokkos::is_execution_space<ExecSpace>::value,
+      "gdn::recurrence_verify_lazy: the first argument must be a Kokkos execution space instance");
+  using IT = InputsTraits<ExecSpace, Inputs>;
+  static_assert(
+      IT::is_inputs,
+      "gdn::recurrence_verify_lazy: inputs must be a gdn::TokenInputs or a gdn::GateInputs");
+  static_assert(IT::space_ok,
+                "gdn::recurrence_verify_lazy: inputs must live in ExecSpace::memory_space");
+  using ActT = typename IT::activation_type;
+  GDN_IMPL_STATIC_ASSERT_INDEX_VIEW("gdn::recurrence_verify_lazy", "state_slots", 1, "[B]",
+                                    ExecSpace, SlotsView);
+  GDN_IMPL_STATIC_ASSERT_INDEX_VIEW("gdn::recurrence_verify_lazy", "ring_slots", 1, "[B]",
+                                    ExecSpace, RingSlotsView);
+  GDN_IMPL_STATIC_ASSERT_POOL_VIEW("gdn::recurrence_verify_lazy", "state", "[slots, nv, Dk, Dv]",
+                                   ExecSpace, StateView);
+  GDN_IMPL_STATIC_ASSERT_WRITABLE("gdn::recurrence_verify_lazy", "state",
+                                  "may be written (a commit when a window does not fit)",
+                                  StateView);
+  using SP = PoolViewTraits<ExecSpace, StateView>;
+  static_assert(Kokkos::is_view<OutView>::value,
+                "gdn::recurrence_verify_lazy: out must be a Kokkos::View");
+  static_assert(unsigned(OutView::rank) == 2,
+                "gdn::recurrence_verify_lazy: out must have rank 2 [tokens, value_dim]");
+  static_assert(std::is_same<typename OutView::value_type, ActT>::value,
+                "gdn::recurrence_verify_lazy: out value type must be (non-const) and the inputs' "
+                "activation type (float, or gdn::bf16 for bf16 inputs)");
+  static_assert(std::is_same<typename OutView::memory_space, M>::value,
+                "gdn::recurrence_verify_lazy: out must live in ExecSpace::memory_space");
+  ScopedRegion region("gdn::recurrence_verify_lazy");
+  using StateT = typename SP::value_type;
+  LazyVerifyLauncher<ExecSpace, ActT, StateT, RingT>::run(
+      space, cfg, inputs, IndexView<M>(state_slots), PoolView<StateT, M>(state),
+      Impl::OutView<ActT, M>(out), IndexView<M>(ring_slots), lazy.history, lazy.ledger);
+}
+
+}  // namespace Impl
+
+/// \brief Verify a drafted window from the state advanced over the slot's pending records;
+/// record the window behind them.
+///
+/// For sequence b with 0 < L tokens, state row `s = state_slots[b]` and
+/// history row `r = ring_slots[b]` holding `c = lazy.ledger(r, 0)` pending
+/// records: the kernel folds records 0 .. c-1 of row r into s's state in
+/// registers (the fold's update, as `state_fold` applied them step by step),
+/// then runs the window exactly as `recurrence_verify_ring` from that state.
+/// - If `c + L <= capacity` (`lazy.history.extent(2)`): the state row is not
+///   written; the window's records go to positions c .. c+L-1 of row r.
+/// - Otherwise the history would overflow: the c records are committed first
+///   (the state row is written, as `state_flush` would), the ledger row is
+///   cleared, and the window's records go to positions 0 .. L-1.
+/// - A row with L > capacity records nothing: its pending records and its
+///   whole window are committed, as the eager verify commits a row longer
+///   than RING_LEN (with index checking on it is an error instead: the
+///   history must hold a window).
+/// `out` is bit-identical to what the eager flow (verify, then fold, every
+/// step) writes. An empty sequence or a padding row touches nothing.
+/// Three launches on `space` (the commit of the rows that overflow, their
+/// ledger, the verify); nothing is copied to the host.
+///
+/// \param space, cfg, inputs, state_slots, state, out, ring_slots  as in recurrence_verify_ring
+/// \param lazy  the history ring (float or gdn::bf16) and its ledger
+/// \throws gdn::InvalidArgument for a bad geometry or shape (before any launch); with
+///         index checking on, also for bad offsets, slots, ring slots, a row longer than
+///         the capacity, a pending count past the capacity, or a state or history row
+///         used by two rows of the call.
+template <class ExecSpace, class SlotsView, class StateView, class OutView, class RingSlotsView,
+          class RingT>
+void recurrence_verify_lazy(const ExecSpace& space, const HeadConfig& cfg,
+                            const TokenInputs<typename ExecSpace::memory_space>& inputs,
+                            const SlotsView& state_slots, const StateView& state,
+                            const OutView& out, const RingSlotsView& ring_slots,
+                            const LazyRing<typename ExecSpace::memory_space, RingT>& lazy) {
+  Impl::recurrence_verify_lazy_checked(space, cfg, inputs, state_slots, state, out, ring_slots,
+                                       lazy);
+}
+
+/// \brief `recurrence_verify_lazy` for the other inputs: `TokenInputs<M, gdn::bf16>`,
+/// `GateInputs<M, float>` and `GateInputs<M, gdn::bf16>` (`out` of the same activation type).
+template <class ExecSpace, class Inputs, class SlotsView, class StateView, class OutView,
+          class RingSlotsView, class RingT, Impl::EnableIfOtherInputs<ExecSpace, Inputs> = 0>
+void recurrence_verify_lazy(const ExecSpace& space, const HeadConfig& cfg, const Inputs& inputs,
+                            const SlotsView& state_slots, const StateView& state,
+                            const OutView& out, const RingSlotsView& ring_slots,
+                            const LazyRing<typename ExecSpace::memory_space, RingT>& lazy) {
+  Impl::recurrence_verify_lazy_checked(space, cfg, inputs, state_slots, state, out, ring_slots,
+                                       lazy);
+}
+
+/// \brief Take the accepted prefix of the last lazy verify's windows, on the device.
+///
+/// For layer l and sequence b with `n = num_accepted[b] > 0`: the first n
+/// records of the last window of history row `ring_rows(l, b)` become
+/// pending, the last of them ending a step. A row whose window the verify
+/// committed (longer than the capacity) is passed n > capacity, as the eager
+/// fold is passed n > RING_LEN, and is left as it is; so is a padding entry.
+/// One launch on `space`.
+///
+/// \param ring_rows     [L, B] history row of layer l, sequence b (std::uint32_t, any layout)
+/// \param lazy          the history ring and its ledger (only the ledger is written)
+/// \param num_accepted  [B] accepted tokens of each sequence
+/// \throws gdn::InvalidArgument for a bad shape; with index checking on, also for a
+///         row out of range, a row two entries accept into, or a pending count past
+///         the capacity.
+template <class ExecSpace, class RingRowsView, class AcceptedView, class RingT>
+void lazy_accept(const ExecSpace& space, const RingRowsView& ring_rows,
+                 const LazyRing<typename ExecSpace::memory_space, RingT>& lazy,
+                 const AcceptedView& num_accepted) {
+  using M = typename ExecSpace::memory_space;
+  static_assert(Kokkos::is_execution_space<ExecSpace>::value,
+                "gdn::lazy_accept: the first argument must be a Kokkos execution space instance");
+  GDN_IMPL_STATIC_ASSERT_INDEX_VIEW("gdn::lazy_accept", "ring_rows", 2, "[L, B]", ExecSpace,
+                                    RingRowsView);
+  GDN_IMPL_STATIC_ASSERT_INDEX_VIEW("gdn::lazy_accept", "num_accepted", 1, "[B]", ExecSpace,
+                                    AcceptedView);
+  Impl::ScopedRegion region("gdn::lazy_accept");
+  Impl::LedgerLauncher<ExecSpace>::accept(space, Impl::IndexTable<M>(ring_rows), lazy.ledger,
+                                          lazy.history.extent(0), lazy.history.extent(2),
+                                          Impl::IndexView<M>(num_accepted));
+}
+
+/// \brief Commit every pending record of the given rows, for L layers at once.
+///
+/// For layer l and sequence b: folds the pending records of history row
+/// `ring_rows(l, b)` into pool row `state_rows(l, b)` (bit for bit the states
+/// of the eager flow) and clears the ledger row. An entry with no pending
+/// record is not read or written (its ledger row is cleared); an entry with
+/// `gdn::pad_slot` in either table is skipped. Call it before a slot's state
+/// is read by anything but a lazy verify, or before its rows are reassigned.
+/// Two launches (the fold, then the ledger) on `space`.
+///
+/// \param state_rows  [L, B] pool row of layer l, sequence b
+/// \param state       [slots, nv, Dk, Dv] LayoutRight float or gdn::bf16 pool
+/// \param ring_rows   [L, B] history row of layer l, sequence b
+/// \param lazy        the history ring (read) and its ledger (cleared)
+/// \throws gdn::InvalidArgument for a bad geometry or shape; with index checking on, also
+///         for rows out of range, a pool row two entries write, or a pending count past
+///         the capacity.
+template <class ExecSpace, class StateRowsView, class StateView, class RingRowsView, class RingT>
+void state_flush(const ExecSpace& space, const HeadConfig& cfg, const StateRowsView& state_rows,
+                 const StateView& state, const RingRowsView& ring_rows,
+                 const LazyRing<typename ExecSpace::memory_space, RingT>& lazy) {
+  using M = typename ExecSpace::memory_space;
+  static_assert(Kokkos::is_execution_space<ExecSpace>::value,
+                "gdn::state_flush: the first argument must be a Kokkos execution space instance");
+  GDN_IMPL_STATIC_ASSERT_INDEX_VIEW("gdn::state_flush", "state_rows", 2, "[L, B]", ExecSpace,
+                                    StateRowsView);
+  GDN_IMPL_STATIC_ASSERT_INDEX_VIEW("gdn::state_flush", "ring_rows", 2, "[L, B]", ExecSpace,
+                                    RingRowsView);
+  GDN_IMPL_STATIC_ASSERT_POOL_VIEW("gdn::state_flush", "state", "[slots, nv, Dk, Dv]", ExecSpace,
+                                   StateView);
+  GDN_IMPL_STATIC_ASSERT_WRITABLE("gdn::state_flush", "state", "is written", StateView);
+  using SP = Impl::PoolViewTraits<ExecSpace, StateView>;
+  using StateT = typename SP::value_type;
+  Impl::ScopedRegion region("gdn::state_flush");
+  Impl::FlushLauncher<ExecSpace, StateT, RingT>::flush(
+      space, cfg, Impl::IndexTable<M>(state_rows), Impl::PoolView<StateT, M>(state),
+      Impl::IndexTable<M>(ring_rows),
+      Kokkos::View<const RingT****, Kokkos::LayoutRight, M>(lazy.history), lazy.ledger);
+}
+
+/// \brief Drop the pending records of the given history rows (their tokens are discarded).
+///
+/// Clears ledger row `ring_rows(l, b)` of every entry but padding: the state
+/// row keeps the value it had at the last commit. Use it when a request ends
+/// without needing its state, or before a row serves another request whose
+/// state is committed. One launch on `space`.
+///
+/// \param ring_rows  [L, B] history rows (any shape of [L, B]; std::uint32_t, any layout)
+/// \throws gdn::InvalidArgument with index checking on, for a row out of range or twice
+///         in the table.
+template <class ExecSpace, class RingRowsView, class RingT>
+void lazy_drop(const ExecSpace& space, const RingRowsView& ring_rows,
+               const LazyRing<typename ExecSpace::memory_space, RingT>& lazy) {
+  using M = typename ExecSpace::memory_space;
+  static_assert(Kokkos::is_execution_space<ExecSpace>::value,
+                "gdn::lazy_drop: the first argument must be a Kokkos execution space instance");
+  GDN_IMPL_STATIC_ASSERT_INDEX_VIEW("gdn::lazy_drop", "ring_rows", 2, "[L, B]", ExecSpace,
+                                    RingRowsView);
+  Impl::ScopedRegion region("gdn::lazy_drop");
+  Impl::LedgerLauncher<ExecSpace>::drop(space, Impl::IndexTable<M>(ring_rows), lazy.ledger,
+                                        lazy.history.extent(0), lazy.history.extent(2));
+}
+
+}  // namespace gdn
+
+#endif  // GDN_LAZY_COMMIT_HPP
