@@ -3,9 +3,11 @@
 // state_fold, every step) on the same inputs gives the same bits: every output, every
 // record, every state the lazy flow commits (a flush, or a verify whose window does not fit
 // behind the pending records), and at the end every pool row. Several layers, ragged rows,
-// empty rows, a padding row, float and bf16 states, float and bf16 rings.
+// empty rows, a padding row, float and bf16 states, float and bf16 rings; with the conv1d
+// (conv1d_verify_lazy beside conv1d_verify_ring, its states flushed and folded with the
+// recurrent ones), the same for its outputs, its recorded inputs and its states.
 
-#include "test_support.hpp"
+#include "conv_support.hpp"
 
 namespace {
 
@@ -59,11 +61,12 @@ struct LazySpec {
   int steps = 500;
   double flush_prob = 0.05;  // a flush of a random subset of the entries after a step
   double long_prob = 0.0;    // a row longer than the capacity (both flows commit it)
+  int conv_width = 0;        // > 0: the conv1d of this width runs in both flows
   std::uint64_t seed = 1;
 };
 
 // One run of both flows; every comparison is an EXPECT (the first few failures are reported).
-template <class StateT, class RingT>
+template <class StateT, class RingT, class ConvT = float>
 void lazy_matches_eager(const LazySpec& ls) {
   const ExecSpace space;
   const gdn::HeadConfig& cfg = ls.cfg;
@@ -93,6 +96,14 @@ void lazy_matches_eager(const LazySpec& ls) {
   auto Sl = clone(Se);
   const auto ring = make_ring<RingT>(rows_total, cfg, W, stride);
   const auto lazy = make_lazy<RingT>(rows_total, cfg, H, stride);
+  // The conv pools (empty without the conv): conv states, the eager conv ring, the history.
+  const bool conv = ls.conv_width > 0;
+  const int C = int(cfg.conv_dim());
+  auto CSe = make_conv_state<ConvT>(conv ? slots_total : 0, C, conv ? ls.conv_width : 2,
+                                    ls.seed + 5);
+  auto CSl = clone3(CSe);
+  const auto conv_ring = make_conv_ring<ConvT>(conv ? rows_total : 0, W, C);
+  const auto conv_hist = make_conv_ring<ConvT>(conv ? rows_total : 0, H, C);
 
   std::mt19937_64 rng(ls.seed);
   std::uniform_real_distribution<double> coin(0.0, 1.0);
@@ -114,12 +125,47 @@ void lazy_matches_eager(const LazySpec& ls) {
       const DeviceInputs din = upload(p);
       Strided2D out_e = make_out(p), out_l = make_out(p);
       const std::vector<std::uint32_t> before = ledger_of(lazy.ledger);
+      const std::string at = "step " + std::to_string(step) + ", layer " + std::to_string(l);
+      if (conv) {  // the layer's conv first: the recurrent lazy verify clears committed rows
+        const ConvCase cc = make_case<ConvT>(cfg, ls.conv_width, lens, ls.seed + 977 * step + l);
+        const DevConv<ConvT> dc = upload_conv<ConvT>(cc);
+        Arr2<float> co_e = make_arr<float>(cc.tokens(), C, Layout::Dense, nullptr);
+        Arr2<float> co_l = make_arr<float>(cc.tokens(), C, Layout::Dense, nullptr);
+        gdn::conv1d_verify_ring(space, cfg, dc.in, layer_slots[l], CSe, co_e.view,
+                                layer_rows[l], conv_ring);
+        gdn::conv1d_verify_lazy(space, cfg, dc.in, layer_slots[l], CSl, co_l.view,
+                                layer_rows[l], conv_hist, lazy);
+        space.fence();
+        fail_once(same_bits(read_arr(co_e), read_arr(co_l)), at + ": conv outputs differ");
+        const auto cre = bytes_of(conv_ring), crl = bytes_of(conv_hist);
+        const auto cse = bytes_of(CSe), csl = bytes_of(CSl);
+        const std::size_t words = lazy.ledger.extent(1);
+        const std::size_t row_e = std::size_t(W) * C * sizeof(ConvT);
+        const std::size_t row_l = std::size_t(H) * C * sizeof(ConvT);
+        const std::size_t srow_bytes = cse.size() / std::size_t(slots_total);
+        for (int b = 0; b < B - 1; ++b) {
+          const int L = lens[b], c = int(before[rrow[l * B + b] * words]);
+          if (L == 0) continue;
+          const std::uint32_t r = rrow[l * B + b], sl = srow[l * B + b];
+          if (L > H || c + L > H) {
+            fail_once(std::memcmp(cse.data() + sl * srow_bytes, csl.data() + sl * srow_bytes,
+                                  srow_bytes) == 0,
+                      at + ", row " + std::to_string(b) + ": the conv state committed");
+          }
+          if (L > W) continue;
+          const int base = c + L > H ? 0 : c;
+          const bool same = std::memcmp(cre.data() + r * row_e,
+                                        crl.data() + r * row_l + std::size_t(base) * C *
+                                                                   sizeof(ConvT),
+                                        std::size_t(L) * C * sizeof(ConvT)) == 0;
+          fail_once(same, at + ", row " + std::to_string(b) + ": conv records differ");
+        }
+      }
       gdn::recurrence_verify_ring(space, cfg, din.in, layer_slots[l], Se, out_e.view,
                                   layer_rows[l], ring);
       gdn::recurrence_verify_lazy(space, cfg, din.in, layer_slots[l], Sl, out_l.view,
                                   layer_rows[l], lazy);
       space.fence();
-      const std::string at = "step " + std::to_string(step) + ", layer " + std::to_string(l);
       fail_once(same_bits(read_2d(out_e), read_2d(out_l)), at + ": outputs differ");
       const auto re = bytes_of(ring), rl = bytes_of(lazy.history);
       const auto se = bytes_of(Se), sl = bytes_of(Sl);
@@ -156,7 +202,12 @@ void lazy_matches_eager(const LazySpec& ls) {
       n[b] = lens[b] > W ? std::uint32_t(lens[b]) : std::uint32_t(rng() % (lens[b] + 1));
     }
     const Index d_n = to_device(n);
-    gdn::state_fold(space, cfg, d_srow, Se, d_rrow, ring, d_n);
+    if (conv) {
+      gdn::state_fold(space, cfg, d_srow, Se, d_rrow, ring, d_n,
+                      gdn::ConvFold<Mem, ConvT>{CSe, conv_ring});
+    } else {
+      gdn::state_fold(space, cfg, d_srow, Se, d_rrow, ring, d_n);
+    }
     gdn::lazy_accept(space, d_rrow, lazy, d_n);
     if (coin(rng) < ls.flush_prob || step + 1 == ls.steps) {
       // Flush a random subset of the entries (all of them after the last step); the others
@@ -168,10 +219,17 @@ void lazy_matches_eager(const LazySpec& ls) {
           fr[e] = rrow[e];
         }
       }
-      gdn::state_flush(space, cfg, to_device(Ly, B, fs), Sl, to_device(Ly, B, fr), lazy);
+      if (conv) {
+        gdn::state_flush(space, cfg, to_device(Ly, B, fs), Sl, to_device(Ly, B, fr), lazy,
+                         gdn::ConvFold<Mem, ConvT>{CSl, conv_hist});
+      } else {
+        gdn::state_flush(space, cfg, to_device(Ly, B, fs), Sl, to_device(Ly, B, fr), lazy);
+      }
       space.fence();
       ++flushes;
       const auto se = bytes_of(Se), sl = bytes_of(Sl);
+      const auto cse = bytes_of(CSe), csl = bytes_of(CSl);
+      const std::size_t crow = conv ? cse.size() / std::size_t(slots_total) : 0;
       const auto led = ledger_of(lazy.ledger);
       for (int e = 0; e < Ly * B; ++e) {
         if (fs[e] == gdn::pad_slot) continue;
@@ -179,6 +237,9 @@ void lazy_matches_eager(const LazySpec& ls) {
         fail_once(same_bytes(row_bytes(se, Se, fs[e]), row_bytes(sl, Sl, fs[e])),
                   "step " + std::to_string(step) + ": flushed pool row " +
                       std::to_string(fs[e]) + " differs from the eager state");
+        fail_once(std::memcmp(cse.data() + fs[e] * crow, csl.data() + fs[e] * crow, crow) == 0,
+                  "step " + std::to_string(step) + ": flushed conv state row " +
+                      std::to_string(fs[e]) + " differs from the eager one");
         fail_once(led[fr[e] * lazy.ledger.extent(1)] == 0,
                   "a flushed ledger row still has pending records");
       }
@@ -186,6 +247,8 @@ void lazy_matches_eager(const LazySpec& ls) {
   }
   space.fence();
   EXPECT_TRUE(same_bytes(bytes_of(Se), bytes_of(Sl))) << "pools differ after the final flush";
+  EXPECT_TRUE(same_bytes(bytes_of(CSe), bytes_of(CSl)))
+      << "conv state pools differ after the final flush";
   EXPECT_GT(flushes, 1);
   EXPECT_GT(overflows, 0) << "no verify committed on overflow: the run misses that path";
   EXPECT_GT(committed_rows, 0);
@@ -237,13 +300,46 @@ TEST(LazyCommit, LongWindowsAndCommittingRowsMatchEager) {
   lazy_matches_eager<gdn::bf16, float>(ls);
 }
 
+// The conv1d in front (W = 4 with bf16 inputs, as Qwen3-Next; W = 2 and 3 with float inputs,
+// including windows shorter than W-1).
+TEST(LazyCommit, WithTheConvMatchesEager) {
+  LazySpec ls;
+  ls.cfg = grouped();
+  ls.steps = 300;
+  ls.conv_width = 4;
+  ls.seed = 11;
+  lazy_matches_eager<gdn::bf16, float, gdn::bf16>(ls);
+  ls.conv_width = 3;
+  ls.steps = 150;
+  ls.seed = 12;
+  lazy_matches_eager<float, float, float>(ls);
+  ls.conv_width = 2;
+  ls.seed = 13;
+  lazy_matches_eager<float, float, float>(ls);
+}
+
+TEST(LazyCommit, WithTheConvLongWindowsAndCommittingRows) {
+  const Checking off(false);
+  LazySpec ls;
+  ls.cfg = heads(2, 2, 64);
+  ls.window = 20;
+  ls.capacity = 45;
+  ls.steps = 100;
+  ls.long_prob = 0.05;
+  ls.flush_prob = 0.1;
+  ls.conv_width = 4;
+  ls.seed = 14;
+  lazy_matches_eager<float, float, gdn::bf16>(ls);
+}
+
 TEST(LazyCommit, CheckingModeAcceptsAValidFlow) {
   const Checking on(true);
   LazySpec ls;
   ls.cfg = grouped();
   ls.steps = 60;
   ls.seed = 7;
-  lazy_matches_eager<gdn::bf16, float>(ls);
+  ls.conv_width = 4;
+  lazy_matches_eager<gdn::bf16, float, gdn::bf16>(ls);
 }
 
 // A request that ends: lazy_drop clears its ledger row and leaves its state row as it

@@ -55,6 +55,44 @@ struct ConvOutTraits {
 };
 }  // namespace Impl
 
+/// The compile-time checks of a conv verify (FN: its name; RING: the name of
+/// its ring argument): the index views, the conv state, out and the ring.
+#define GDN_IMPL_CONV_VERIFY_STATIC_CHECKS(FN, RING, ExecSpace, T, SlotsView, ConvStateView,      \
+                                           OutView, RingSlotsView, ConvRingView)                \
+  static_assert(Kokkos::is_execution_space<ExecSpace>::value,                                  \
+                FN ": the first argument must be a Kokkos execution space instance");          \
+  static_assert(Impl::IsStorageType<T>::value,                                                 \
+                FN ": inputs.qkv value type must be float or gdn::bf16");                      \
+  GDN_IMPL_STATIC_ASSERT_INDEX_VIEW(FN, "state_slots", 1, "[B]", ExecSpace, SlotsView);         \
+  GDN_IMPL_STATIC_ASSERT_INDEX_VIEW(FN, "ring_slots", 1, "[B]", ExecSpace, RingSlotsView);      \
+  static_assert(Kokkos::is_view<ConvStateView>::value, FN ": conv_state must be a Kokkos::View"); \
+  static_assert(Impl::ConvPoolTraits<ExecSpace, ConvStateView>::rank_ok,                       \
+                FN ": conv_state must have rank 3 [slots, conv_dim, W-1]");                    \
+  static_assert(std::is_same<typename ConvStateView::value_type, T>::value,                    \
+                FN ": conv_state value type must be that of inputs.qkv (non-const: a "         \
+                   "commit writes it)");                                                       \
+  static_assert(Impl::ConvPoolTraits<ExecSpace, ConvStateView>::layout_ok,                     \
+                FN ": conv_state must be LayoutRight (a dense pool)");                         \
+  static_assert(Impl::ConvPoolTraits<ExecSpace, ConvStateView>::space_ok,                      \
+                FN ": conv_state must live in ExecSpace::memory_space");                       \
+  static_assert(Kokkos::is_view<OutView>::value, FN ": out must be a Kokkos::View");            \
+  static_assert(Impl::ConvOutTraits<ExecSpace, OutView>::rank_ok,                              \
+                FN ": out must have rank 2 [tokens, conv_dim]");                               \
+  static_assert(Impl::ConvOutTraits<ExecSpace, OutView>::type_ok,                              \
+                FN ": out value type must be (non-const) float or gdn::bf16");                 \
+  static_assert(Impl::ConvOutTraits<ExecSpace, OutView>::space_ok,                             \
+                FN ": out must live in ExecSpace::memory_space");                              \
+  static_assert(Kokkos::is_view<ConvRingView>::value, FN ": " RING " must be a Kokkos::View");  \
+  static_assert(Impl::ConvPoolTraits<ExecSpace, ConvRingView>::rank_ok,                        \
+                FN ": " RING " must have rank 3 [ring_rows, positions, conv_dim]");            \
+  static_assert(std::is_same<typename ConvRingView::value_type, T>::value,                     \
+                FN ": " RING " value type must be that of inputs.qkv (non-const: it is "       \
+                   "written)");                                                                \
+  static_assert(Impl::ConvPoolTraits<ExecSpace, ConvRingView>::layout_ok,                      \
+                FN ": " RING " must be LayoutRight");                                          \
+  static_assert(Impl::ConvPoolTraits<ExecSpace, ConvRingView>::space_ok,                       \
+                FN ": " RING " must live in ExecSpace::memory_space")
+
 /// \brief Causal depthwise conv1d with SiLU over every token of every sequence; commits the
 /// conv state.
 ///
@@ -138,48 +176,10 @@ void conv1d_verify_ring(const ExecSpace& space, const HeadConfig& cfg,
                         const OutView& out, const RingSlotsView& ring_slots,
                         const ConvRingView& conv_ring) {
   using M = typename ExecSpace::memory_space;
-  static_assert(
-      Kokkos::is_execution_space<ExecSpace>::value,
-      "gdn::conv1d_verify_ring: the first argument must be a Kokkos execution space instance");
-  static_assert(Impl::IsStorageType<T>::value,
-                "gdn::conv1d_verify_ring: inputs.qkv value type must be float or gdn::bf16");
-  GDN_IMPL_STATIC_ASSERT_INDEX_VIEW("gdn::conv1d_verify_ring", "state_slots", 1, "[B]", ExecSpace,
-                                    SlotsView);
-  GDN_IMPL_STATIC_ASSERT_INDEX_VIEW("gdn::conv1d_verify_ring", "ring_slots", 1, "[B]", ExecSpace,
-                                    RingSlotsView);
-  static_assert(Kokkos::is_view<ConvStateView>::value,
-                "gdn::conv1d_verify_ring: conv_state must be a Kokkos::View");
-  using CS = Impl::ConvPoolTraits<ExecSpace, ConvStateView>;
-  static_assert(CS::rank_ok,
-                "gdn::conv1d_verify_ring: conv_state must have rank 3 [slots, conv_dim, W-1]");
-  static_assert(std::is_same<typename ConvStateView::value_type, T>::value,
-                "gdn::conv1d_verify_ring: conv_state value type must be that of inputs.qkv "
-                "(non-const: rows longer than RING_LEN commit it)");
-  static_assert(CS::layout_ok,
-                "gdn::conv1d_verify_ring: conv_state must be LayoutRight (a dense pool)");
-  static_assert(CS::space_ok,
-                "gdn::conv1d_verify_ring: conv_state must live in ExecSpace::memory_space");
-  static_assert(Kokkos::is_view<OutView>::value,
-                "gdn::conv1d_verify_ring: out must be a Kokkos::View");
-  using OT = Impl::ConvOutTraits<ExecSpace, OutView>;
-  static_assert(OT::rank_ok, "gdn::conv1d_verify_ring: out must have rank 2 [tokens, conv_dim]");
-  static_assert(OT::type_ok,
-                "gdn::conv1d_verify_ring: out value type must be (non-const) float or gdn::bf16");
-  static_assert(OT::space_ok, "gdn::conv1d_verify_ring: out must live in ExecSpace::memory_space");
-  static_assert(Kokkos::is_view<ConvRingView>::value,
-                "gdn::conv1d_verify_ring: conv_ring must be a Kokkos::View");
-  using CR = Impl::ConvPoolTraits<ExecSpace, ConvRingView>;
-  static_assert(CR::rank_ok,
-                "gdn::conv1d_verify_ring: conv_ring must have rank 3 [ring_rows, RING_LEN, "
-                "conv_dim]");
-  static_assert(std::is_same<typename ConvRingView::value_type, T>::value,
-                "gdn::conv1d_verify_ring: conv_ring value type must be that of inputs.qkv "
-                "(non-const: it is written)");
-  static_assert(CR::layout_ok, "gdn::conv1d_verify_ring: conv_ring must be LayoutRight");
-  static_assert(CR::space_ok,
-                "gdn::conv1d_verify_ring: conv_ring must live in ExecSpace::memory_space");
+  GDN_IMPL_CONV_VERIFY_STATIC_CHECKS("gdn::conv1d_verify_ring", "conv_ring", ExecSpace, T, SlotsView,
+                                     ConvStateView, OutView, RingSlotsView, ConvRingView);
   Impl::ScopedRegion region("gdn::conv1d_verify_ring");
-  using Y = typename OT::value_type;
+  using Y = typename Impl::ConvOutTraits<ExecSpace, OutView>::value_type;
   Impl::ConvLauncher<ExecSpace, T, Y>::verify(
       space, cfg, inputs, Impl::IndexView<M>(state_slots), Impl::ConvPool<T, M>(conv_state),
       Impl::ConvOut<Y, M>(out), Impl::IndexView<M>(ring_slots), Impl::ConvPool<T, M>(conv_ring));

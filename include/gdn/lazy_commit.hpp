@@ -25,6 +25,8 @@
 /// is impl/lazy_kernel.hpp.
 
 #include <gdn/config.hpp>
+#include <gdn/conv1d.hpp>
+#include <gdn/conv_inputs.hpp>
 #include <gdn/impl/eti.hpp>
 #include <gdn/impl/launch.hpp>
 #include <gdn/impl/profiling.hpp>
@@ -162,6 +164,48 @@ void recurrence_verify_lazy(const ExecSpace& space, const HeadConfig& cfg, const
                                        lazy);
 }
 
+/// \brief The conv over a drafted window from the conv state advanced over the row's pending
+/// inputs; records the window's inputs behind them.
+///
+/// The conv part of a lazy step: the same ledger as the layer's recurrent
+/// `LazyRing` (`lazy`; its `history` is not touched), and `conv_history`
+/// `[ring_rows, capacity, >= conv_dim]` holding the pre-conv inputs of the
+/// pending records. For sequence b with 0 < L tokens and c pending records
+/// in history row r = ring_slots[b]: the conv starts from the last W-1 inputs
+/// of (conv state row, `conv_history(r, 0 .. c-1, :)`), so `out` is what
+/// `conv1d_verify_ring` writes in the eager flow, and records the window's
+/// inputs at positions c .. c+L-1. If c + L > capacity the conv state is
+/// committed first (the row's last W-1 inputs are stored) and the window goes
+/// to positions 0 .. L-1; a row with L > capacity records nothing and
+/// commits. **Call it before the layer's `recurrence_verify_lazy`**, which
+/// clears the ledger rows it commits; `lazy_accept`, `state_flush` (the
+/// overload with a `ConvFold` of the conv state and this history) and
+/// `lazy_drop` serve both. One launch; no host synchronisation.
+///
+/// \param conv_history  [ring_rows, capacity, >= conv_dim] LayoutRight, the type of qkv, with
+///                      the rows and capacity of `lazy.history`
+/// \throws gdn::InvalidArgument as conv1d_verify_ring, and for a conv_history or ledger of
+///         another shape; with index checking on, as recurrence_verify_lazy.
+template <class ExecSpace, class T, class SlotsView, class ConvStateView, class OutView,
+          class RingSlotsView, class ConvHistoryView, class RingT>
+void conv1d_verify_lazy(const ExecSpace& space, const HeadConfig& cfg,
+                        const ConvInputs<typename ExecSpace::memory_space, T>& inputs,
+                        const SlotsView& state_slots, const ConvStateView& conv_state,
+                        const OutView& out, const RingSlotsView& ring_slots,
+                        const ConvHistoryView& conv_history,
+                        const LazyRing<typename ExecSpace::memory_space, RingT>& lazy) {
+  using M = typename ExecSpace::memory_space;
+  GDN_IMPL_CONV_VERIFY_STATIC_CHECKS("gdn::conv1d_verify_lazy", "conv_history", ExecSpace, T,
+                                     SlotsView, ConvStateView, OutView, RingSlotsView,
+                                     ConvHistoryView);
+  Impl::ScopedRegion region("gdn::conv1d_verify_lazy");
+  using Y = typename Impl::ConvOutTraits<ExecSpace, OutView>::value_type;
+  Impl::ConvLauncher<ExecSpace, T, Y>::verify_lazy(
+      space, cfg, inputs, Impl::IndexView<M>(state_slots), Impl::ConvPool<T, M>(conv_state),
+      Impl::ConvOut<Y, M>(out), Impl::IndexView<M>(ring_slots),
+      Impl::ConvPool<T, M>(conv_history), lazy.history.extent(2), lazy.ledger);
+}
+
 /// \brief Take the accepted prefix of the last lazy verify's windows, on the device.
 ///
 /// For layer l and sequence b with `n = num_accepted[b] > 0`: the first n
@@ -194,6 +238,32 @@ void lazy_accept(const ExecSpace& space, const RingRowsView& ring_rows,
                                           Impl::IndexView<M>(num_accepted));
 }
 
+namespace Impl {
+/// Both overloads of `gdn::state_flush`: the view type checks, then the launcher.
+template <class ExecSpace, class StateRowsView, class StateView, class RingRowsView, class RingT>
+void state_flush_impl(const ExecSpace& space, const HeadConfig& cfg,
+                      const StateRowsView& state_rows, const StateView& state,
+                      const RingRowsView& ring_rows,
+                      const LazyRing<typename ExecSpace::memory_space, RingT>& lazy,
+                      const ConvFoldWords<typename ExecSpace::memory_space>& conv) {
+  using M = typename ExecSpace::memory_space;
+  static_assert(Kokkos::is_execution_space<ExecSpace>::value,
+                "gdn::state_flush: the first argument must be a Kokkos execution space instance");
+  GDN_IMPL_STATIC_ASSERT_INDEX_VIEW("gdn::state_flush", "state_rows", 2, "[L, B]", ExecSpace,
+                                    StateRowsView);
+  GDN_IMPL_STATIC_ASSERT_INDEX_VIEW("gdn::state_flush", "ring_rows", 2, "[L, B]", ExecSpace,
+                                    RingRowsView);
+  GDN_IMPL_STATIC_ASSERT_POOL_VIEW("gdn::state_flush", "state", "[slots, nv, Dk, Dv]", ExecSpace,
+                                   StateView);
+  GDN_IMPL_STATIC_ASSERT_WRITABLE("gdn::state_flush", "state", "is written", StateView);
+  using StateT = typename PoolViewTraits<ExecSpace, StateView>::value_type;
+  ScopedRegion region("gdn::state_flush");
+  FlushLauncher<ExecSpace, StateT, RingT>::flush(
+      space, cfg, IndexTable<M>(state_rows), PoolView<StateT, M>(state), IndexTable<M>(ring_rows),
+      Kokkos::View<const RingT****, Kokkos::LayoutRight, M>(lazy.history), lazy.ledger, conv);
+}
+}  // namespace Impl
+
 /// \brief Commit every pending record of the given rows, for L layers at once.
 ///
 /// For layer l and sequence b: folds the pending records of history row
@@ -215,23 +285,26 @@ template <class ExecSpace, class StateRowsView, class StateView, class RingRowsV
 void state_flush(const ExecSpace& space, const HeadConfig& cfg, const StateRowsView& state_rows,
                  const StateView& state, const RingRowsView& ring_rows,
                  const LazyRing<typename ExecSpace::memory_space, RingT>& lazy) {
-  using M = typename ExecSpace::memory_space;
-  static_assert(Kokkos::is_execution_space<ExecSpace>::value,
-                "gdn::state_flush: the first argument must be a Kokkos execution space instance");
-  GDN_IMPL_STATIC_ASSERT_INDEX_VIEW("gdn::state_flush", "state_rows", 2, "[L, B]", ExecSpace,
-                                    StateRowsView);
-  GDN_IMPL_STATIC_ASSERT_INDEX_VIEW("gdn::state_flush", "ring_rows", 2, "[L, B]", ExecSpace,
-                                    RingRowsView);
-  GDN_IMPL_STATIC_ASSERT_POOL_VIEW("gdn::state_flush", "state", "[slots, nv, Dk, Dv]", ExecSpace,
-                                   StateView);
-  GDN_IMPL_STATIC_ASSERT_WRITABLE("gdn::state_flush", "state", "is written", StateView);
-  using SP = Impl::PoolViewTraits<ExecSpace, StateView>;
-  using StateT = typename SP::value_type;
-  Impl::ScopedRegion region("gdn::state_flush");
-  Impl::FlushLauncher<ExecSpace, StateT, RingT>::flush(
-      space, cfg, Impl::IndexTable<M>(state_rows), Impl::PoolView<StateT, M>(state),
-      Impl::IndexTable<M>(ring_rows),
-      Kokkos::View<const RingT****, Kokkos::LayoutRight, M>(lazy.history), lazy.ledger);
+  Impl::state_flush_impl(space, cfg, state_rows, state, ring_rows, lazy,
+                         Impl::ConvFoldWords<typename ExecSpace::memory_space>());
+}
+
+/// \brief The flush above, and in the same launch the conv states' (conv1d_verify_lazy).
+///
+/// Also sets conv state row `state_rows(l, b)` of `conv.conv_state` to the
+/// last W-1 inputs of (that row, the pending inputs `conv.conv_ring(ring_rows(l, b),
+/// 0 .. c-1, :)`): `conv.conv_ring` is the conv history, [ring_rows, capacity,
+/// >= conv_dim].
+template <class ExecSpace, class StateRowsView, class StateView, class RingRowsView, class RingT,
+          class ConvT>
+void state_flush(const ExecSpace& space, const HeadConfig& cfg, const StateRowsView& state_rows,
+                 const StateView& state, const RingRowsView& ring_rows,
+                 const LazyRing<typename ExecSpace::memory_space, RingT>& lazy,
+                 const ConvFold<typename ExecSpace::memory_space, ConvT>& conv) {
+  static_assert(Impl::IsStorageType<ConvT>::value,
+                "gdn::state_flush: conv (gdn::ConvFold) value type must be float or gdn::bf16");
+  Impl::state_flush_impl(space, cfg, state_rows, state, ring_rows, lazy,
+                         Impl::ConvFoldWords<typename ExecSpace::memory_space>(conv));
 }
 
 /// \brief Drop the pending records of the given history rows (their tokens are discarded).

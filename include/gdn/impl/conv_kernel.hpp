@@ -27,12 +27,21 @@
 /// shorter than W-1, the old row) races with nothing. `split` is a launch
 /// parameter only: every output is the same expression of its W inputs
 /// (conv_output), whatever team computes it, so the bits do not depend on it.
+/// `Lazy` (conv1d_verify_lazy, a history ring and its ledger,
+/// lazy_kernel.hpp): one team per (sequence, channel group) (split 1), so a
+/// thread owns its channels in every position of the history row: it starts
+/// from the last W-1 inputs of (the conv state row, the row's pending inputs)
+/// (conv_tail), stores them first when the window does not fit behind the
+/// pending inputs (the commit the recurrent lazy verify makes of the same
+/// row), and records the window behind the pending inputs (or from position
+/// 0 after that commit).
 
 #include <gdn/bf16.hpp>
 #include <gdn/config.hpp>
 #include <gdn/impl/backend.hpp>
 #include <gdn/impl/conv_launch.hpp>
 #include <gdn/impl/fixed_math.hpp>
+#include <gdn/impl/lazy_kernel.hpp>
 
 #include <Kokkos_Core.hpp>
 
@@ -82,8 +91,39 @@ KOKKOS_FORCEINLINE_FUNCTION float conv_output(const float (&w)[W], const float (
   return acc / (1.0f + exp_fixed(-acc));
 }
 
-template <class ExecSpace, class T, class Y, int W, bool Verify, int V>
+/// The last K inputs of (conv state row `row` ([V][K] words of channels c ..
+/// c+V-1), positions 0 .. n-1 of ring row `rrow`) for V channels from c:
+/// input i is the old input i + n where i + n < K, else ring position
+/// n - K + i, copied as stored.
+template <int K, int V, class Word, class RingPool>
+KOKKOS_FORCEINLINE_FUNCTION Lanes<Word, V * K> conv_tail(const Word* row, const RingPool& ring,
+                                                        std::uint32_t rrow, int n, int c) {
+  Lanes<Word, V * K> old{};
+  if (n < K) old = load_lanes<V * K>(row);
+  Lanes<Word, V> in[K] = {};
+  GDN_UNROLL
+  for (int i = 0; i < K; ++i) {
+    if (n - K + i >= 0) in[i] = load_lanes<V>(&ring(rrow, n - K + i, c));
+  }
+  Lanes<Word, V * K> out;
+  GDN_UNROLL
+  for (int v = 0; v < V; ++v) {
+    GDN_UNROLL
+    for (int i = 0; i < K; ++i) {
+      Word x = in[i].v[v];
+      GDN_UNROLL
+      for (int j = 1; j < K; ++j) {
+        if (j == i + n) x = old.v[v * K + j];  // i + n < K: old input i + n
+      }
+      out.v[v * K + i] = x;
+    }
+  }
+  return out;
+}
+
+template <class ExecSpace, class T, class Y, int W, bool Verify, int V, bool Lazy = false>
 struct ConvKernel {
+  static_assert(Verify || !Lazy, "lazy commit is a verify mode");
   using M = typename ExecSpace::memory_space;
   using Shape = ConvShape<ExecSpace>;
   using Policy = Kokkos::TeamPolicy<ExecSpace>;
@@ -110,17 +150,26 @@ struct ConvKernel {
     if (s >= blocks) return;  // also every team of an empty sequence
     if (m.slots(b) == pad_slot || (Verify && m.ring_slots(b) == pad_slot)) return;  // padding
     const bool record = Verify && len <= m.ring_len;
+    int pending = 0;  // lazy: the row's pending inputs, where the window's records start
+    bool commit = false;  // lazy: the window does not fit behind them
+    if constexpr (Lazy) {
+      pending = pending_records(m.ledger(m.ring_slots(b), 0), m.ring_len);
+      commit = len > m.ring_len - pending;
+    }
     for (int ch = V * team.team_rank(); ch < kChannels; ch += V * team.team_size()) {
       const int c = g * kChannels + ch;
       if (c >= m.conv_dim) break;  // conv_dim is a multiple of V
-      run_channels(b, c, t0, len, blocks, s, record);
+      run_channels(b, c, t0, len, blocks, s, record, pending, commit);
     }
   }
 
   /// Channels c .. c+V-1 of sequence b: every output of the team's blocks,
   /// and (block 0's thread of a committing row) the conv state's commit.
+  /// Lazy: the row starts from the last K inputs of (state row, `pending`
+  /// history inputs), stored first if `commit` and the row records; its
+  /// records start at position `pending` (0 if `commit`).
   KOKKOS_INLINE_FUNCTION void run_channels(int b, int c, std::uint32_t t0, int len, int blocks,
-                                           int s, bool record) const {
+                                           int s, bool record, int pending, bool commit) const {
     float w[V][W];
     float bias[V];
     if constexpr (V == 1) {  // any strides
@@ -137,17 +186,29 @@ struct ConvKernel {
       }
     }
     const std::uint32_t slot = m.slots(b);
-    const std::uint32_t rslot = record ? m.ring_slots(b) : 0u;
+    const std::uint32_t rslot = record || Lazy ? m.ring_slots(b) : 0u;
+    // The inputs before the row: the conv state row, in lazy mode advanced
+    // over the pending inputs (block 0's thread: the same thread writes the
+    // history positions it read, later).
+    Lanes<T, V * K> first{};
+    if (s == 0) {
+      if (Lazy && pending > 0) {
+        first = conv_tail<K, V>(&m.state(slot, c, 0), m.ring, rslot, pending, c);
+        if (record && commit) *reinterpret_cast<Lanes<T, V * K>*>(&m.state(slot, c, 0)) = first;
+      } else {
+        first = load_lanes<V * K>(&m.state(slot, c, 0));
+      }
+    }
+    const int pos0 = Lazy && !commit ? pending : 0;  // the window's first record position
     for (int blk = s; blk < blocks; blk += m_split) {
       const int p0 = blk * kConvBlock;
       const int p1 = p0 + kConvBlock < len ? p0 + kConvBlock : len;
       float h[V][W] = {};  // h[v][0 .. K-1] the K inputs before token p, h[v][K] token p
-      if (p0 == 0) {  // block 0: the conv state row, [V][K] contiguous
-        const auto st = load_lanes<V * K>(&m.state(slot, c, 0));
+      if (p0 == 0) {  // block 0: the inputs before the row, [V][K] contiguous
         GDN_UNROLL
         for (int v = 0; v < V; ++v) {
           GDN_UNROLL
-          for (int i = 0; i < K; ++i) h[v][i] = to_float(st.v[v * K + i]);
+          for (int i = 0; i < K; ++i) h[v][i] = to_float(first.v[v * K + i]);
         }
       } else {  // the K tokens before the block (p0 >= kConvBlock > K)
         GDN_UNROLL
@@ -176,14 +237,13 @@ struct ConvKernel {
               for (int i = 0; i < K; ++i) h[v][i] = h[v][i + 1];
             }
             *reinterpret_cast<Lanes<Y, V>*>(&m.out(t0 + q + p, c)) = o;
-            if (record) *reinterpret_cast<Lanes<T, V>*>(&m.ring(rslot, q + p, c)) = x[p];
+            if (record) *reinterpret_cast<Lanes<T, V>*>(&m.ring(rslot, pos0 + q + p, c)) = x[p];
           }
         }
       }
     }
     if (s == 0 && !record) {  // commit: the last K inputs of (old row, the sequence)
-      Lanes<T, V * K> last;
-      if (len < K) last = load_lanes<V * K>(&m.state(slot, c, 0));
+      Lanes<T, V * K> last = first;  // for a sequence shorter than K
       GDN_UNROLL
       for (int i = 0; i < K; ++i) {
         const int pos = len - K + i;
@@ -217,27 +277,7 @@ KOKKOS_INLINE_FUNCTION void conv_commit(int rank, int threads, const Pool& state
   using Word = typename Pool::non_const_value_type;
   for (int c = c0 + V * rank; c < c1; c += V * threads) {
     Word* const dst = &state(srow, c, 0);  // [V][K] contiguous
-    Lanes<Word, V * K> old{};
-    if (n < K) old = load_lanes<V * K>(dst);
-    Lanes<Word, V> in[K] = {};
-    GDN_UNROLL
-    for (int i = 0; i < K; ++i) {
-      if (n - K + i >= 0) in[i] = load_lanes<V>(&ring(rrow, n - K + i, c));
-    }
-    Lanes<Word, V * K> out;
-    GDN_UNROLL
-    for (int v = 0; v < V; ++v) {
-      GDN_UNROLL
-      for (int i = 0; i < K; ++i) {
-        Word x = in[i].v[v];
-        GDN_UNROLL
-        for (int j = 1; j < K; ++j) {
-          if (j == i + n) x = old.v[v * K + j];  // i + n < K: old input i + n
-        }
-        out.v[v * K + i] = x;
-      }
-    }
-    *reinterpret_cast<Lanes<Word, V * K>*>(dst) = out;
+    *reinterpret_cast<Lanes<Word, V * K>*>(dst) = conv_tail<K, V>(dst, ring, rrow, n, c);
   }
 }
 

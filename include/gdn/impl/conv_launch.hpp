@@ -35,13 +35,15 @@ struct ConvParams {
   ConvPool<T, M> state;     // [slots, conv_dim, W-1]
   ConvOut<Y, M> out;        // [tokens, conv_dim]
   IndexView<M> ring_slots;  // [B] (verify)
-  ConvPool<T, M> ring;      // [ring_rows, RING_LEN, >= conv_dim] (verify)
+  ConvPool<T, M> ring;      // [ring_rows, RING_LEN, >= conv_dim] (verify; lazy: the history)
+  LedgerView<M> ledger;     // [ring_rows, words] (lazy verify)
   int conv_dim = 0;
-  int ring_len = 0;  // RING_LEN (verify), 0 for the forward
+  int ring_len = 0;  // RING_LEN (verify; lazy: the capacity), 0 for the forward
   bool has_bias = false;
 };
 
-/// conv1d_fwd and conv1d_verify_ring for one (execution space, activation type, output type).
+/// conv1d_fwd, conv1d_verify_ring and conv1d_verify_lazy for one (execution space, activation
+/// type, output type).
 template <class ExecSpace, class T, class Y>
 struct ConvLauncher {
   using M = typename ExecSpace::memory_space;
@@ -52,6 +54,11 @@ struct ConvLauncher {
                      const IndexView<M>& state_slots, const ConvPool<T, M>& conv_state,
                      const ConvOut<Y, M>& out, const IndexView<M>& ring_slots,
                      const ConvPool<T, M>& conv_ring);
+  static void verify_lazy(const ExecSpace& space, const HeadConfig& cfg,
+                          const ConvInputs<M, T>& in, const IndexView<M>& state_slots,
+                          const ConvPool<T, M>& conv_state, const ConvOut<Y, M>& out,
+                          const IndexView<M>& ring_slots, const ConvPool<T, M>& conv_history,
+                          std::size_t capacity, const Ledger<M>& ledger);
 };
 
 }  // namespace Impl

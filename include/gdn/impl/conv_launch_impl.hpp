@@ -125,14 +125,15 @@ bool conv_vec_ok(const ConvParams<T, Y, M>& p, int width) {
   return ok;
 }
 
-template <class ExecSpace, class T, class Y, bool Verify>
+template <class ExecSpace, class T, class Y, bool Verify, bool Lazy = false>
 void launch_conv(const char* label, const ExecSpace& space, int width, std::size_t tokens,
                  const ConvParams<T, Y, typename ExecSpace::memory_space>& p) {
   const long long batch = static_cast<long long>(p.slots.extent(0));
   if (batch == 0) return;
   constexpr int kVec = 16 / int(sizeof(T));  // values of a 16-byte word
   const auto run = [&](auto w, auto v) {
-    using Kernel = ConvKernel<ExecSpace, T, Y, decltype(w)::value, Verify, decltype(v)::value>;
+    using Kernel =
+        ConvKernel<ExecSpace, T, Y, decltype(w)::value, Verify, decltype(v)::value, Lazy>;
     static_assert(Kernel::kChannels >= 64, "conv_league_bound assumes at least 64 channels a team");
     Kernel k{p};
     k.m_groups = (p.conv_dim + Kernel::kChannels - 1) / Kernel::kChannels;
@@ -140,6 +141,7 @@ void launch_conv(const char* label, const ExecSpace& space, int width, std::size
     const long long mean = (static_cast<long long>(tokens) + batch - 1) / batch;
     const long long split = (mean + kConvBlock - 1) / kConvBlock;
     k.m_split = static_cast<int>(split < 1 ? 1 : (split > kConvMaxSplit ? kConvMaxSplit : split));
+    if (Lazy) k.m_split = 1;  // a thread owns its channels' history positions (conv_kernel.hpp)
     const long long league = Kernel::league(batch, k.m_groups, k.m_split);
     Kokkos::parallel_for(label, typename Kernel::Policy(space, int(league), Kernel::Shape::threads),
                          k);
@@ -218,6 +220,60 @@ void ConvLauncher<ExecSpace, T, Y>::verify(const ExecSpace& space, const HeadCon
   p.ring_len = static_cast<int>(conv_ring.extent(1));
   p.has_bias = in.bias.extent(0) > 0;
   launch_conv<ExecSpace, T, Y, true>("gdn::conv1d_verify_ring::kernel", space, width, tokens, p);
+}
+
+template <class ExecSpace, class T, class Y>
+void ConvLauncher<ExecSpace, T, Y>::verify_lazy(
+    const ExecSpace& space, const HeadConfig& cfg, const ConvInputs<M, T>& in,
+    const IndexView<M>& state_slots, const ConvPool<T, M>& conv_state, const ConvOut<Y, M>& out,
+    const IndexView<M>& ring_slots, const ConvPool<T, M>& conv_history, std::size_t capacity,
+    const Ledger<M>& ledger) {
+  const ArgCheck c("gdn::conv1d_verify_lazy");
+  const std::size_t batch = state_slots.extent(0);
+  const int width = check_conv_call(c, cfg, in, batch, conv_state, out);
+  const std::size_t tokens = in.qkv.extent(0);
+  check_ring_slots(c, ring_slots, batch);
+  check_ledger(c, ledger, ledger.extent(0), capacity);
+  check_conv_ring(c, "conv_history", cfg.conv_dim(), conv_history, batch > 0);
+  if (!(conv_history.extent(0) == ledger.extent(0) && conv_history.extent(1) == capacity)) {
+    c.fail("conv_history",
+           "shape [ring_rows, capacity, >= conv_dim] with ring_rows = " +
+               to_str(ledger.extent(0)) + " and capacity = " + to_str(capacity) +
+               " (lazy.history.extent(0) and extent(2))",
+           "shape " + extents_str(conv_history));
+  }
+  check_league(c, "state_slots", conv_league_bound(cfg, batch));
+  if (index_checking_enabled()) {
+    // As the recurrent lazy verify: every row with tokens fits the history and
+    // owns its conv state row and history row.
+    const RowRoles r = row_roles(c, space, in.row_offsets, tokens, state_slots, &ring_slots,
+                                 capacity);
+    for (std::size_t b = 0; b < r.used.size(); ++b) {
+      if (r.commit[b]) {
+        c.fail("lazy.history", "capacity = extent(2) >= the length of every row",
+               "capacity " + to_str(capacity) + ", a longer row: row " + to_str(b));
+      }
+    }
+    check_rows(c, "state_slots", "conv_state.extent(0)", r.slots, r.used, r.used,
+               conv_state.extent(0), 0, "conv state row");
+    check_rows(c, "ring_slots", "conv_history.extent(0)", r.ring_slots, r.used, r.used,
+               conv_history.extent(0), 0, "history row");
+    check_pending(c, host_copy_2d(ledger), ledger.extent(1), r.ring_slots, r.used, capacity,
+                  "ring_slots", 0);
+  }
+  ConvParams<T, Y, M> p;
+  p.in = in;
+  p.slots = state_slots;
+  p.state = conv_state;
+  p.out = out;
+  p.ring_slots = ring_slots;
+  p.ring = conv_history;
+  p.ledger = ledger;
+  p.conv_dim = static_cast<int>(cfg.conv_dim());
+  p.ring_len = static_cast<int>(capacity);
+  p.has_bias = in.bias.extent(0) > 0;
+  launch_conv<ExecSpace, T, Y, true, true>("gdn::conv1d_verify_lazy::kernel", space, width, tokens,
+                                           p);
 }
 
 }  // namespace Impl

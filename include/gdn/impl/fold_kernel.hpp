@@ -31,7 +31,8 @@
 /// after every record that ended a step, as the eager flow stored it there;
 /// the ledger is cleared by a kernel launched after this one. Before a
 /// verify (`m.offsets` given, one layer) only the rows whose window does not
-/// fit behind their pending records are committed. No conv items.
+/// fit behind their pending records are committed, and there are no conv
+/// items (conv1d_verify_lazy commits its own rows).
 ///
 /// With conv pools (the `state_fold` overload taking a `ConvFold`), the same
 /// launch has one more work item per (layer l, sequence b, block of
@@ -118,11 +119,12 @@ struct FoldKernel {
     const int lb = item / blocks;  // layer * B + b
     const int b = lb % m_batch;
     const int layer = lb / m_batch;
-    const std::uint32_t na = m.num_accepted(b);
+    const std::uint32_t na = Lazy ? 0u : m.num_accepted(b);
     const std::uint32_t srow = m.state_rows(layer, b);
     const std::uint32_t rrow = m.ring_rows(layer, b);
-    const int n = static_cast<int>(na);
-    if (n <= 0 || n > m.ring_len || srow == pad_slot || rrow == pad_slot) return;
+    if (srow == pad_slot || rrow == pad_slot) return;
+    const int n = Lazy ? pending_records(m.ledger(rrow, 0), m.ring_len) : static_cast<int>(na);
+    if (n <= 0 || n > m.ring_len) return;
     const int c1 = c0 + kConvChannels < m.conv_dim ? c0 + kConvChannels : m.conv_dim;
     const int rank = team.team_rank();
     if (m.conv.word_bytes == 2) {

@@ -73,7 +73,8 @@ struct LazyVerifyLauncher {
                   const PoolView<RingT, M>& history, const Ledger<M>& ledger);
 };
 
-/// state_flush for one (execution space, state type, history type).
+/// state_flush for one (execution space, state type, history type), with the
+/// conv pools of any type or none (`conv.word_bytes == 0`).
 template <class ExecSpace, class StateT, class RingT>
 struct FlushLauncher {
   using M = typename ExecSpace::memory_space;
@@ -81,7 +82,7 @@ struct FlushLauncher {
                     const IndexTable<M>& state_rows, const PoolView<StateT, M>& state,
                     const IndexTable<M>& ring_rows,
                     const Kokkos::View<const RingT****, Kokkos::LayoutRight, M>& history,
-                    const Ledger<M>& ledger);
+                    const Ledger<M>& ledger, const ConvFoldWords<M>& conv);
 };
 
 /// lazy_accept and lazy_drop for one execution space (they touch only the ledger).

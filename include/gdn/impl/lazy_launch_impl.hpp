@@ -16,25 +16,6 @@
 namespace gdn {
 namespace Impl {
 
-/// The checking mode's test of the pending counts: every ledger row that
-/// `used[e]` names through `rows[e]` holds at most `capacity` records.
-inline void check_pending(const ArgCheck& c, const std::vector<std::uint32_t>& ledger,
-                          std::size_t words, const std::vector<std::uint32_t>& rows,
-                          const std::vector<char>& used, std::size_t capacity,
-                          const char* rows_name, std::size_t row_len) {
-  for (std::size_t e = 0; e < rows.size(); ++e) {
-    if (!used[e]) continue;
-    const std::uint32_t pending = ledger[std::size_t(rows[e]) * words];
-    if (!(pending <= capacity)) {
-      c.fail("lazy.ledger",
-             "pending records (word 0 of a row) <= capacity = " + to_str(capacity) +
-                 " (lazy.history.extent(2))",
-             "lazy.ledger(" + to_str(rows[e]) + ", 0) = " + to_str(pending) + " (the row of " +
-                 index_name(rows_name, e, row_len) + ")");
-    }
-  }
-}
-
 /// Index checking mode of a lazy verify: the offsets; every row with tokens
 /// fits the history (a row longer than the capacity is an error here, a
 /// committing row without the checking mode); the state and history rows of
@@ -66,22 +47,16 @@ void check_lazy_verify_indices(const ArgCheck& c, const ExecSpace& space,
 }
 
 /// The fold kernel's parameters in its lazy mode (state_flush, and the
-/// commit before a lazy verify).
+/// commit before a lazy verify), with the conv pools of width `width` or none.
 template <class StateT, class RingT, class M>
 FoldParams<StateT, RingT, M> lazy_fold_params(
     const HeadConfig& cfg, const IndexTable<M>& state_rows, const PoolView<StateT, M>& state,
     const IndexTable<M>& ring_rows,
     const Kokkos::View<const RingT****, Kokkos::LayoutRight, M>& history,
-    const Ledger<M>& ledger) {
-  FoldParams<StateT, RingT, M> p;
-  p.state_rows = state_rows;
-  p.state = state;
-  p.ring_rows = ring_rows;
-  p.ring = history;
+    const Ledger<M>& ledger, const ConvFoldWords<M>& conv = ConvFoldWords<M>(), int width = 0) {
+  FoldParams<StateT, RingT, M> p = fold_params(cfg, state_rows, state, ring_rows, history,
+                                               IndexView<M>(), conv, width);
   p.ledger = ledger;
-  p.nv = cfg.num_value_heads;
-  p.group = cfg.group_size();
-  p.ring_len = static_cast<int>(history.extent(2));
   return p;
 }
 
@@ -92,27 +67,35 @@ IndexTable<M> one_layer(const IndexView<M>& v) {
   return IndexTable<M>(v.data(), Kokkos::LayoutStride(1, n * stride, n, stride));
 }
 
-/// Launches the lazy fold kernel over the [L, B] entries of `p`.
+/// Launches the lazy fold kernel over the [L, B] entries of `p` (`items`
+/// state items, `conv_items` conv items).
 template <class ExecSpace, class StateT, class RingT>
 void launch_lazy_fold(const char* label, const ExecSpace& space, const HeadConfig& cfg,
                       const FoldParams<StateT, RingT, typename ExecSpace::memory_space>& p,
-                      long long items) {
+                      long long items, long long conv_items = 0) {
   with_head_dim(cfg.key_head_dim, [&](auto dk) {
     using Kernel = FoldKernel<ExecSpace, StateT, RingT, decltype(dk)::value, true>;
-    // items <= INT_MAX / 2 (check_league).
-    Kernel k{p, static_cast<int>(p.state_rows.extent(1)), static_cast<int>(items), 0};
+    // items + conv_items <= INT_MAX / 2 (check_league).
+    Kernel k{p, static_cast<int>(p.state_rows.extent(1)), static_cast<int>(items),
+             static_cast<int>(conv_items)};
     launch_team_kernel(label, space, k);
   });
 }
 
-/// Work items of the lazy fold kernel over `layers` x `batch` entries.
+/// Work items of the lazy fold kernel over `layers` x `batch` entries: the
+/// state items, and the conv items for `conv_dim` channels (0: none).
 template <class ExecSpace, class StateT, class RingT>
-long long lazy_fold_items(const HeadConfig& cfg, std::size_t layers, std::size_t batch) {
+long long lazy_fold_items(const HeadConfig& cfg, std::size_t layers, std::size_t batch,
+                          long long* conv_items = nullptr) {
   long long items = 0;
   with_head_dim(cfg.key_head_dim, [&](auto dk) {
     using Kernel = FoldKernel<ExecSpace, StateT, RingT, decltype(dk)::value, true>;
     items = Kernel::items(static_cast<long long>(layers), static_cast<long long>(batch),
                           cfg.num_value_heads);
+    if (conv_items) {
+      *conv_items = Kernel::conv_items(static_cast<long long>(layers),
+                                       static_cast<long long>(batch), cfg.conv_dim());
+    }
   });
   return items;
 }
@@ -248,7 +231,7 @@ void FlushLauncher<ExecSpace, StateT, RingT>::flush(
     const ExecSpace& space, const HeadConfig& cfg, const IndexTable<M>& state_rows,
     const PoolView<StateT, M>& state, const IndexTable<M>& ring_rows,
     const Kokkos::View<const RingT****, Kokkos::LayoutRight, M>& history,
-    const Ledger<M>& ledger) {
+    const Ledger<M>& ledger, const ConvFoldWords<M>& conv) {
   const ArgCheck c("gdn::state_flush");
   check_heads(c, cfg);
   const std::size_t layers = state_rows.extent(0), batch = state_rows.extent(1);
@@ -263,11 +246,25 @@ void FlushLauncher<ExecSpace, StateT, RingT>::flush(
   check_ring(c, cfg, history, any, "lazy.history");
   check_ledger(c, ledger, history.extent(0), history.extent(2));
   const std::size_t capacity = history.extent(2);
-  const long long items = lazy_fold_items<ExecSpace, StateT, RingT>(cfg, layers, batch);
-  check_league(c, "state_rows", items);
+  const bool with_conv = conv.word_bytes != 0;
+  const int width = with_conv ? check_conv_fold(c, cfg, conv, capacity, any) : 0;
+  if (with_conv) {
+    conv.visit([&](const auto&, const auto& conv_ring) {
+      if (!(conv_ring.extent(0) == history.extent(0))) {
+        c.fail("conv.conv_ring",
+               "the conv history: extent(0) == ring_rows = " + to_str(history.extent(0)) +
+                   " (lazy.history.extent(0))",
+               "shape " + extents_str(conv_ring));
+      }
+    });
+  }
+  long long conv_items = 0;
+  const long long items = lazy_fold_items<ExecSpace, StateT, RingT>(
+      cfg, layers, batch, with_conv ? &conv_items : nullptr);
+  check_league(c, "state_rows", items + conv_items);
   if (index_checking_enabled()) {
     // Every entry without padding clears its ledger row; one with pending
-    // records also writes its state row.
+    // records also writes its state row (and conv state row).
     const std::vector<std::uint32_t> sr = host_copy_2d(state_rows);
     std::vector<char> entry(sr.size());
     for (std::size_t e = 0; e < sr.size(); ++e) entry[e] = sr[e] != pad_slot;
@@ -280,9 +277,17 @@ void FlushLauncher<ExecSpace, StateT, RingT>::flush(
     }
     check_rows(c, "state_rows", "state.extent(0)", sr, writes, writes, state.extent(0), batch,
                "pool row");
+    if (with_conv) {
+      conv.visit([&](const auto& conv_state, const auto&) {
+        check_rows(c, "state_rows", "conv.conv_state.extent(0)", sr, writes, writes,
+                   conv_state.extent(0), batch, "conv state row");
+      });
+    }
   }
-  launch_lazy_fold("gdn::state_flush::kernel", space, cfg,
-                   lazy_fold_params(cfg, state_rows, state, ring_rows, history, ledger), items);
+  launch_lazy_fold(
+      "gdn::state_flush::kernel", space, cfg,
+      lazy_fold_params(cfg, state_rows, state, ring_rows, history, ledger, conv, width), items,
+      conv_items);
   launch_ledger("gdn::state_flush::ledger", space, static_cast<long long>(layers * batch),
                 LedgerClear<ExecSpace>{ledger, ring_rows, state_rows, static_cast<int>(batch)});
 }

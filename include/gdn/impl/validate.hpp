@@ -401,6 +401,25 @@ inline void check_rows(const ArgCheck& c, const char* argument, const char* limi
   }
 }
 
+/// The checking mode's test of the pending counts: every ledger row that
+/// `used[e]` names through `rows[e]` holds at most `capacity` records.
+inline void check_pending(const ArgCheck& c, const std::vector<std::uint32_t>& ledger,
+                          std::size_t words, const std::vector<std::uint32_t>& rows,
+                          const std::vector<char>& used, std::size_t capacity,
+                          const char* rows_name, std::size_t row_len) {
+  for (std::size_t e = 0; e < rows.size(); ++e) {
+    if (!used[e]) continue;
+    const std::uint32_t pending = ledger[std::size_t(rows[e]) * words];
+    if (!(pending <= capacity)) {
+      c.fail("lazy.ledger",
+             "pending records (word 0 of a row) <= capacity = " + to_str(capacity) +
+                 " (lazy.history.extent(2))",
+             "lazy.ledger(" + to_str(rows[e]) + ", 0) = " + to_str(pending) + " (the row of " +
+                 index_name(rows_name, e, row_len) + ")");
+    }
+  }
+}
+
 /// Index checking mode: the per-head gate parameters of the heads in use are
 /// finite (a NaN or infinite A_log or dt_bias would spread into every state of
 /// the head). Given decay and beta (TokenInputs) have no parameters.
