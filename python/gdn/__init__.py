@@ -73,6 +73,7 @@ from ._gdn import (  # noqa: F401  (re-exported)
     has_cuda,
     index_checking_enabled,
     kokkos_initialized_here,
+    lazy_ledger_words,
     pad_slot,
     ring_record_elements,
     set_index_checking,
@@ -88,14 +89,21 @@ __all__ = [
     "has_cuda",
     "index_checking_enabled",
     "kokkos_initialized_here",
+    "conv1d_verify_lazy",
+    "lazy_accept",
+    "lazy_drop",
+    "lazy_ledger_words",
     "pad_slot",
     "prepare_stream",
     "recurrence_fwd",
     "recurrence_fwd_gates",
     "recurrence_verify_ring",
+    "recurrence_verify_lazy",
+    "recurrence_verify_lazy_gates",
     "recurrence_verify_ring_gates",
     "ring_record_elements",
     "set_index_checking",
+    "state_flush",
     "state_fold",
 ]
 
@@ -245,6 +253,77 @@ def conv1d_verify_ring(cfg, qkv, weight, bias, row_offsets, state_slots, conv_st
     s, t = _prepare(stream, qkv, weight, bias, row_offsets, state_slots, conv_state, out,
                     ring_slots, conv_ring)
     _gdn.conv1d_verify_ring(cfg, *t, s)
+
+
+def recurrence_verify_lazy(cfg, qkv, decay, beta, row_offsets, state_slots, state, out,
+                           ring_slots, history, ledger, *, stream=None):
+    """Lazy commit: verify a drafted window from the state advanced over the
+    slot's pending records, and record the window behind them.
+
+    ``history`` ``[ring_rows, nk, capacity, record_stride]`` (float32 keeps the
+    flow exact, or bfloat16) and ``ledger`` ``[ring_rows, lazy_ledger_words(capacity)]``
+    (int32 or uint32, zero-filled at the start: nothing pending) form the lazy
+    ring (docs/api.md, "Lazy commit"). Row b with c pending records in
+    ``history[ring_slots[b]]`` folds them into its state in registers and
+    writes its window's records at positions c..c+L-1; ``out`` is bit for bit
+    what the eager flow (``recurrence_verify_ring`` then ``state_fold`` every
+    step) writes. If c + L > capacity the c records are committed first and
+    the window goes to positions 0..L-1. No host synchronisation.
+    """
+    s, t = _prepare(stream, qkv, decay, beta, row_offsets, state_slots, state, out, ring_slots,
+                    history, ledger)
+    _gdn.recurrence_verify_lazy(cfg, *t, s)
+
+
+def recurrence_verify_lazy_gates(cfg, qkv, a, b, A_log, dt_bias, row_offsets, state_slots, state,
+                                 out, ring_slots, history, ledger, *, stream=None):
+    """:func:`recurrence_verify_lazy` with raw gates (as :func:`recurrence_fwd_gates`)."""
+    s, t = _prepare(stream, qkv, a, b, A_log, dt_bias, row_offsets, state_slots, state, out,
+                    ring_slots, history, ledger)
+    _gdn.recurrence_verify_lazy_gates(cfg, *t, s)
+
+
+def conv1d_verify_lazy(cfg, qkv, weight, bias, row_offsets, state_slots, conv_state, out,
+                       ring_slots, conv_history, history, ledger, *, stream=None):
+    """Lazy commit of the conv state: the conv over a drafted window from the
+    conv state advanced over the row's pending inputs (``conv_history``
+    ``[ring_rows, capacity, >= conv_dim]``, the dtype of qkv), recording the
+    window's inputs behind them. ``history`` and ``ledger``: the layer's lazy
+    ring (its ledger is read; call this before the layer's
+    :func:`recurrence_verify_lazy`, which clears the rows it commits). ``out``
+    is what :func:`conv1d_verify_ring` writes in the eager flow.
+    """
+    s, t = _prepare(stream, qkv, weight, bias, row_offsets, state_slots, conv_state, out,
+                    ring_slots, conv_history, history, ledger)
+    _gdn.conv1d_verify_lazy(cfg, *t, s)
+
+
+def lazy_accept(ring_rows, history, ledger, num_accepted, *, stream=None):
+    """Lazy commit: the first ``num_accepted[b]`` records of the last window of
+    history row ``ring_rows[l, b]`` become pending, for all layers in one
+    launch, on the device. ``n == 0`` changes nothing; pass ``n > capacity``
+    for a row the verify committed."""
+    s, t = _prepare(stream, ring_rows, history, ledger, num_accepted)
+    _gdn.lazy_accept(*t, s)
+
+
+def state_flush(cfg, state_rows, state, ring_rows, history, ledger, *, conv_state=None,
+                conv_history=None, stream=None):
+    """Lazy commit: fold every pending record of history row ``ring_rows[l, b]``
+    into pool row ``state_rows[l, b]`` (all layers in one launch) and clear the
+    ledger rows; the states are then the eager flow's, bit for bit. Entries
+    with -1 in either table are skipped. With ``conv_state`` and
+    ``conv_history`` the conv states are committed in the same launch."""
+    s, t = _prepare(stream, state_rows, state, ring_rows, history, ledger, conv_state,
+                    conv_history)
+    _gdn.state_flush(cfg, *t, s)
+
+
+def lazy_drop(ring_rows, history, ledger, *, stream=None):
+    """Lazy commit: discard the pending records of history rows ``ring_rows[l, b]``
+    (their ledger rows are cleared; the states keep their last committed value)."""
+    s, t = _prepare(stream, ring_rows, history, ledger)
+    _gdn.lazy_drop(*t, s)
 
 
 def prepare_stream(stream=None):

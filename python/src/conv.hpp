@@ -9,11 +9,14 @@
 namespace gdn_python {
 namespace {
 
-/// The arguments of a conv call; `ring_slots` and `conv_ring` only for verify.
+/// The arguments of a conv call; `ring_slots` and `conv_ring` only for verify; `history` and
+/// `ledger` only for the lazy verify (whose conv history is `conv_ring`).
 struct ConvArgs {
   Arg qkv, weight, bias, row_offsets, state_slots, conv_state, out, ring_slots, conv_ring;
+  Arg history, ledger;
   bool has_bias = false;  // bias None: the C++ call gets an empty bias view
   bool verify = false;
+  bool lazy = false;
 };
 
 /// The conv's inputs with activation type T (the dtype of qkv).
@@ -28,14 +31,21 @@ gdn::ConvInputs<M, T> conv_inputs(const Call& c, const ConvArgs& a) {
   return in;
 }
 
-/// conv1d_fwd, or conv1d_verify_ring when `ring_slots` and `conv_ring` are given (non-null).
+/// conv1d_fwd, or conv1d_verify_ring when `ring_slots` and `conv_ring` are given (non-null),
+/// or conv1d_verify_lazy when also the lazy ring's `history` and `ledger` are.
 void conv1d(const char* fn, const gdn::HeadConfig& cfg, py::handle qkv, py::handle weight,
             py::handle bias, py::handle row_offsets, py::handle state_slots, py::handle conv_state,
             py::handle out, py::handle ring_slots, py::handle conv_ring, const py::object& stream,
-            Timing* timing = nullptr) {
+            Timing* timing = nullptr, py::handle history = py::handle(),
+            py::handle ledger = py::handle()) {
   Call c(fn, stream);
   ConvArgs a;
   a.verify = ring_slots.ptr() != nullptr;
+  a.lazy = ledger.ptr() != nullptr;
+  if (a.lazy) {
+    a.history = c.borrow(history, "history");
+    a.ledger = c.borrow(ledger, "ledger");
+  }
   a.qkv = c.borrow(qkv, "qkv");
   a.weight = c.borrow(weight, "weight");
   a.has_bias = !bias.is_none();
@@ -46,7 +56,7 @@ void conv1d(const char* fn, const gdn::HeadConfig& cfg, py::handle qkv, py::hand
   a.out = c.borrow(out, "out");
   if (a.verify) {
     a.ring_slots = c.borrow(ring_slots, "ring_slots");
-    a.conv_ring = c.borrow(conv_ring, "conv_ring");
+    a.conv_ring = c.borrow(conv_ring, a.lazy ? "conv_history" : "conv_ring");
   }
   (void)c.activation_is_float(a.qkv);  // a TypeError for any other dtype, before Kokkos starts
   on_device(c, [&](const auto& space) {
@@ -71,8 +81,19 @@ void conv1d(const char* fn, const gdn::HeadConfig& cfg, py::handle qkv, py::hand
         }
         const auto rslots = index_1d<M>(c, a.ring_slots, "[B]");
         const auto rg = pool_3d<T, M>(c, a.conv_ring, "[ring_rows, RING_LEN, conv_dim]");
-        launch(space, timing,
-               [&] { gdn::conv1d_verify_ring(space, cfg, in, slots, st, o, rslots, rg); });
+        if (!a.lazy) {
+          launch(space, timing,
+                 [&] { gdn::conv1d_verify_ring(space, cfg, in, slots, st, o, rslots, rg); });
+          return;
+        }
+        with_pool<M>(c, a.history, "[ring_rows, nk, capacity, record_stride]",
+                     [&](const auto& hist) {
+                       using RingT = typename std::decay_t<decltype(hist)>::value_type;
+                       const gdn::LazyRing<M, RingT> lz{hist, ledger_2d<M>(c, a.ledger)};
+                       launch(space, timing, [&] {
+                         gdn::conv1d_verify_lazy(space, cfg, in, slots, st, o, rslots, rg, lz);
+                       });
+                     });
       });
     });
   });

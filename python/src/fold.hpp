@@ -9,28 +9,33 @@
 namespace gdn_python {
 namespace {
 
-/// state_fold; with `conv_state` and `conv_ring` (both not None) the ConvFold overload,
-/// which commits the conv states in the same call.
+/// state_fold, or with a `ledger` (not null; `num_accepted` then unused) state_flush, whose
+/// history is `ring`; with `conv_state` and `conv_ring` (both not None) the ConvFold overload,
+/// which commits the conv states in the same call (`conv_ring`: the conv history of a flush).
 void state_fold(const gdn::HeadConfig& cfg, py::handle state_rows, py::handle state,
                 py::handle ring_rows, py::handle ring, py::handle num_accepted,
                 py::handle conv_state, py::handle conv_ring, const py::object& stream,
-                Timing* timing = nullptr) {
-  Call c("gdn.state_fold", stream);
+                Timing* timing = nullptr, py::handle ledger = py::handle()) {
+  const bool lazy = ledger.ptr() != nullptr;
+  Call c(lazy ? "gdn.state_flush" : "gdn.state_fold", stream);
+  const char* ring_name = lazy ? "conv_history" : "conv_ring";
   const Arg a_srows = c.borrow(state_rows, "state_rows"), a_state = c.borrow(state, "state"),
-            a_rrows = c.borrow(ring_rows, "ring_rows"), a_ring = c.borrow(ring, "ring"),
-            a_acc = c.borrow(num_accepted, "num_accepted");
+            a_rrows = c.borrow(ring_rows, "ring_rows"),
+            a_ring = c.borrow(ring, lazy ? "history" : "ring");
+  const Arg a_acc = lazy ? Arg() : c.borrow(num_accepted, "num_accepted");
+  const Arg a_ledger = lazy ? c.borrow(ledger, "ledger") : Arg();
   const bool with_conv = !conv_state.is_none() || !conv_ring.is_none();
   if (with_conv && (conv_state.is_none() || conv_ring.is_none())) {
     const bool no_state = conv_state.is_none();
-    throw py::type_error(c.prefix(no_state ? "conv_state" : "conv_ring") +
-                         "expected a tensor since " + (no_state ? "conv_ring" : "conv_state") +
+    throw py::type_error(c.prefix(no_state ? "conv_state" : ring_name) +
+                         "expected a tensor since " + (no_state ? ring_name : "conv_state") +
                          " is given (the conv pools are folded together: both or neither), "
                          "got None");
   }
   Arg a_cstate, a_cring;
   if (with_conv) {
     a_cstate = c.borrow(conv_state, "conv_state");
-    a_cring = c.borrow(conv_ring, "conv_ring");
+    a_cring = c.borrow(conv_ring, ring_name);
     (void)c.storage_is_float(a_cstate);  // a TypeError for any other dtype, before Kokkos starts
   }
   on_device(c, [&](const auto& space) {
@@ -38,11 +43,23 @@ void state_fold(const gdn::HeadConfig& cfg, py::handle state_rows, py::handle st
     using M = typename Exec::memory_space;
     const auto srows = index_2d<M>(c, a_srows);
     const auto rrows = index_2d<M>(c, a_rrows);
-    const auto acc = index_1d<M>(c, a_acc, "[B]");
     with_pool<M>(c, a_state, "[slots, nv, Dk, Dv]", [&](const auto& st) {
       with_pool<M>(c, a_ring, "[ring_rows, nk, RING_LEN, record_stride]", [&](const auto& rg) {
+        using RingT = typename std::decay_t<decltype(rg)>::value_type;
+        // The call with the conv pools `conv...` (none or one ConvFold).
+        const auto run = [&](const auto&... conv) {
+          if (lazy) {
+            const gdn::LazyRing<M, RingT> lz{rg, ledger_2d<M>(c, a_ledger)};
+            launch(space, timing,
+                   [&] { gdn::state_flush(space, cfg, srows, st, rrows, lz, conv...); });
+          } else {
+            const auto acc = index_1d<M>(c, a_acc, "[B]");
+            launch(space, timing,
+                   [&] { gdn::state_fold(space, cfg, srows, st, rrows, rg, acc, conv...); });
+          }
+        };
         if (!with_conv) {
-          launch(space, timing, [&] { gdn::state_fold(space, cfg, srows, st, rrows, rg, acc); });
+          run();
           return;
         }
         with_storage(c, a_cstate, [&](auto ct) {
@@ -51,8 +68,7 @@ void state_fold(const gdn::HeadConfig& cfg, py::handle state_rows, py::handle st
           gdn::ConvFold<M, T> conv;
           conv.conv_state = pool_3d<T, M>(c, a_cstate, "[slots, conv_dim, W-1]");
           conv.conv_ring = pool_3d<const T, M>(c, a_cring, "[ring_rows, RING_LEN, conv_dim]");
-          launch(space, timing,
-                 [&] { gdn::state_fold(space, cfg, srows, st, rrows, rg, acc, conv); });
+          run(conv);
         });
       });
     });

@@ -17,8 +17,8 @@
 
 // The module's parts, each including the one before it:
 // runtime.hpp (Kokkos, streams) < tensors.hpp (DLPack arguments) < views.hpp
-// < launch.hpp < recurrence.hpp < conv.hpp < fold.hpp (entry points and bindings).
-#include "fold.hpp"
+// < launch.hpp < recurrence.hpp < conv.hpp < fold.hpp < lazy.hpp (entry points and bindings).
+#include "lazy.hpp"
 
 namespace gdn_python {
 namespace {
@@ -96,6 +96,7 @@ PYBIND11_MODULE(_gdn, m) {
   bind_recurrence(m);
   bind_conv(m);
   bind_fold(m);
+  bind_lazy(m);
   // Benchmark helpers: (issue seconds, total seconds) of `iterations` calls from C++.
   m.def("_time_cpp", [](const std::string& call, int iterations, const py::args& a) {
     Timing t;

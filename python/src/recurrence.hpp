@@ -102,16 +102,21 @@ void recurrence_fwd(const char* fn, const gdn::HeadConfig& cfg, py::handle qkv,
   });
 }
 
+/// recurrence_verify_ring, or with a `ledger` (not null) recurrence_verify_lazy, whose
+/// history is `ring`.
 void recurrence_verify_ring(const char* fn, const gdn::HeadConfig& cfg, py::handle qkv,
                             const std::vector<std::pair<py::handle, const char*>>& gates,
                             py::handle row_offsets, py::handle state_slots, py::handle state,
                             py::handle out, py::handle ring_slots, py::handle ring,
-                            const py::object& stream, Timing* timing = nullptr) {
+                            const py::object& stream, Timing* timing = nullptr,
+                            py::handle ledger = py::handle()) {
   Call c(fn, stream);
+  const bool lazy = ledger.ptr() != nullptr;
   const TokenArgs t = borrow_tokens(c, qkv, row_offsets, gates);
   const Arg a_slots = c.borrow(state_slots, "state_slots"), a_state = c.borrow(state, "state"),
             a_out = c.borrow(out, "out"), a_rslots = c.borrow(ring_slots, "ring_slots"),
-            a_ring = c.borrow(ring, "ring");
+            a_ring = c.borrow(ring, lazy ? "history" : "ring");
+  const Arg a_ledger = lazy ? c.borrow(ledger, "ledger") : Arg();
   (void)c.activation_is_float(t.qkv);  // a TypeError for any other dtype, before Kokkos starts
   on_device(c, [&](const auto& space) {
     using Exec = std::decay_t<decltype(space)>;
@@ -121,8 +126,15 @@ void recurrence_verify_ring(const char* fn, const gdn::HeadConfig& cfg, py::hand
       const auto rslots = index_1d<M>(c, a_rslots, "[B]");
       with_pool<M>(c, a_state, "[slots, nv, Dk, Dv]", [&](const auto& st) {
         with_pool<M>(c, a_ring, "[ring_rows, nk, RING_LEN, record_stride]", [&](const auto& rg) {
+          if (!lazy) {
+            launch(space, timing,
+                   [&] { gdn::recurrence_verify_ring(space, cfg, in, slots, st, o, rslots, rg); });
+            return;
+          }
+          using RingT = typename std::decay_t<decltype(rg)>::value_type;
+          const gdn::LazyRing<M, RingT> lz{rg, ledger_2d<M>(c, a_ledger)};
           launch(space, timing,
-                 [&] { gdn::recurrence_verify_ring(space, cfg, in, slots, st, o, rslots, rg); });
+                 [&] { gdn::recurrence_verify_lazy(space, cfg, in, slots, st, o, rslots, lz); });
         });
       });
     });

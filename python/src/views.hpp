@@ -72,6 +72,11 @@ Kokkos::View<const std::uint32_t**, Kokkos::LayoutStride, M> index_2d(const Call
           static_cast<std::size_t>(a.extent(1)), static_cast<std::size_t>(a.stride(1))));
 }
 
+/// A lazy ring's ledger [ring_rows, words]: dense, uint32 (an int32 tensor is
+/// read as uint32), written by the library.
+template <class M>
+Kokkos::View<std::uint32_t**, Kokkos::LayoutRight, M> ledger_2d(const Call& c, const Arg& a);
+
 /// [n] float32 with the tensor's stride (A_log, dt_bias).
 template <class M>
 Kokkos::View<const float*, Kokkos::LayoutStride, M> param_1d(const Call& c, const Arg& a,
@@ -116,6 +121,15 @@ Kokkos::View<T***, Kokkos::LayoutRight, M> pool_3d(const Call& c, const Arg& a, 
   return Kokkos::View<T***, Kokkos::LayoutRight, M>(
       static_cast<T*>(a.data()), static_cast<std::size_t>(a.extent(0)),
       static_cast<std::size_t>(a.extent(1)), static_cast<std::size_t>(a.extent(2)));
+}
+
+template <class M>
+Kokkos::View<std::uint32_t**, Kokkos::LayoutRight, M> ledger_2d(const Call& c, const Arg& a) {
+  c.expect_index(a);
+  expect_dense(c, a, 2, "[ring_rows, lazy_ledger_words(capacity)]");
+  return Kokkos::View<std::uint32_t**, Kokkos::LayoutRight, M>(
+      static_cast<std::uint32_t*>(a.data()), static_cast<std::size_t>(a.extent(0)),
+      static_cast<std::size_t>(a.extent(1)));
 }
 
 /// Calls f(pool view) with the pool's storage type (float or gdn::bf16).
