@@ -153,8 +153,9 @@ const char* dtype_name() {
 struct MemoryFootprint {
   double state_pool;     // [L*B, nv, Dk, Dv]
   double conv_state;     // [L*B, conv_dim, W-1] bf16
-  double ring;           // [L*B, nk, window, record_stride] floats
-  double conv_ring;      // [L*B, window, conv_dim] bf16
+  double ring;           // [L*B, nk, positions, record_stride] floats: the ring or the history
+  double conv_ring;      // [L*B, positions, conv_dim] bf16: the conv ring or history
+  double ledger;         // [L*B, lazy_ledger_words(capacity)] uint32 (the lazy flow)
   double intermediates;  // the alternative: both states checkpointed per drafted token
   double tokens;         // per-layer inputs and outputs of one step, the post-conv scratch
   double checks;         // snapshot and replay buffers of the exactness check
@@ -174,8 +175,10 @@ MemoryFootprint footprint(const Options& o, const gdn::HeadConfig& cfg, std::siz
   MemoryFootprint m;
   m.state_pool = rows * state_row;
   m.conv_state = rows * conv_row;
-  m.ring = rows * cfg.num_key_heads * o.window * record_stride * sizeof(float);
-  m.conv_ring = rows * o.window * post_conv;
+  const double positions = o.eager ? o.window : o.history();  // RING_LEN or the capacity
+  m.ring = rows * cfg.num_key_heads * positions * record_stride * sizeof(float);
+  m.conv_ring = rows * positions * post_conv;
+  m.ledger = o.eager ? 0.0 : rows * gdn::lazy_ledger_words(std::size_t(o.history())) * 4.0;
   m.intermediates = rows * o.window * (state_row + conv_row);
   m.tokens = drafted * (o.layers * token + post_conv);
   m.checks =
@@ -199,32 +202,43 @@ void print_summary(const Options& o, const gdn::HeadConfig& cfg, std::size_t rec
   const MemoryFootprint m = footprint<StateT>(o, cfg, record_stride);
   const double steps = t.steps > 0 ? t.steps : 1;
   const double busy = t.verify_s + t.fold_s;
-  const double rings = m.ring + m.conv_ring;
-  std::printf("\nsummary (%s, %d layers, batch %d, window %d%s, state %s)\n", ExecSpace::name(),
-              o.layers, o.batch, o.window, o.ragged ? " ragged" : "", dtype_name<StateT>());
+  const double rings = m.ring + m.conv_ring + m.ledger;
+  const char* commit = o.eager ? "fold" : "accept";
+  std::printf("\nsummary (%s, %d layers, batch %d, window %d%s, state %s, %s flow)\n",
+              ExecSpace::name(), o.layers, o.batch, o.window, o.ragged ? " ragged" : "",
+              dtype_name<StateT>(), o.eager ? "eager" : "lazy");
   std::printf("  steps                 %d\n", t.steps);
   std::printf("  drafted tokens        %lld\n", t.drafted);
   std::printf("  accepted tokens       %lld (%.1f%% of drafted, %.2f per sequence and step)\n",
               t.accepted, t.drafted > 0 ? 100.0 * double(t.accepted) / double(t.drafted) : 0.0,
               double(t.accepted) / (steps * o.batch));
-  std::printf("  time per step         verify %.3f ms + fold %.3f ms = %.3f ms (%d layer%s)\n",
-              1e3 * t.verify_s / steps, 1e3 * t.fold_s / steps, 1e3 * busy / steps, o.layers,
-              o.layers == 1 ? "" : "s");
-  std::printf("  tokens per second     %.1f (accepted tokens / (verify + fold time))\n",
-              busy > 0 ? double(t.accepted) / busy : 0.0);
-  std::printf(
-      "  ring memory           %.2f MiB: records %.2f MiB (layers x batch x nk x window of %zu\n"
-      "                        floats) + conv ring %.2f MiB (layers x batch x window x conv_dim\n"
-      "                        bf16 inputs)\n",
-      mib(rings), mib(m.ring), record_stride, mib(m.conv_ring));
+  std::printf("  time per step         verify %.3f ms + %s %.3f ms = %.3f ms (%d layer%s)\n",
+              1e3 * t.verify_s / steps, commit, 1e3 * t.fold_s / steps, 1e3 * busy / steps,
+              o.layers, o.layers == 1 ? "" : "s");
+  std::printf("  tokens per second     %.1f (accepted tokens / (verify + %s time))\n",
+              busy > 0 ? double(t.accepted) / busy : 0.0, commit);
+  if (o.eager) {
+    std::printf(
+        "  ring memory           %.2f MiB: records %.2f MiB (layers x batch x nk x window of %zu\n"
+        "                        floats) + conv ring %.2f MiB (layers x batch x window x conv_dim\n"
+        "                        bf16 inputs)\n",
+        mib(rings), mib(m.ring), record_stride, mib(m.conv_ring));
+  } else {
+    std::printf(
+        "  history memory        %.2f MiB: records %.2f MiB (layers x batch x nk x %d of %zu\n"
+        "                        floats) + conv history %.2f MiB (layers x batch x %d x conv_dim\n"
+        "                        bf16 inputs) + ledger %.3f MiB\n",
+        mib(rings), mib(m.ring), o.history(), record_stride, mib(m.conv_ring), o.history(),
+        mib(m.ledger));
+  }
   std::printf(
       "  every intermediate    %.2f MiB (the alternative: a %s state and a conv state per\n"
       "                        drafted token)\n",
       mib(m.intermediates), dtype_name<StateT>());
   std::printf("  ring saves            %.1fx\n", rings > 0 ? m.intermediates / rings : 0.0);
   std::printf(
-      "  exactness checks      %lld layer-steps, %lld (layer, sequence) rows: folded state,\n"
-      "                        folded conv state and accepted outputs == conv1d_fwd +\n"
+      "  exactness checks      %lld layer-steps, %lld (layer, sequence) rows: committed state,\n"
+      "                        committed conv state and accepted outputs == conv1d_fwd +\n"
       "                        recurrence_fwd replay, byte for byte\n",
       t.checked_layer_steps, t.checked_rows);
   std::printf("exact: %s\n", exact ? "yes" : "no");

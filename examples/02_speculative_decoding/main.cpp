@@ -23,10 +23,17 @@
 //   4. one gdn::state_fold with a gdn::ConvFold commits the accepted prefixes
 //      of the recurrent and the conv states of all layers; the next step
 //      starts from the committed states.
+// That is the eager flow (--eager). The default, lazy flow runs
+// gdn::conv1d_verify_lazy and gdn::recurrence_verify_lazy in 2 (each row's
+// pending accepted tokens folded in registers before its window, recorded in
+// a history ring) and one gdn::lazy_accept in 4 (no fold): a state is
+// written only when its history fills up.
 // Only 2 and 4 are timed. After 4, a rotating sample of layers is replayed
 // with gdn::conv1d_fwd + gdn::recurrence_fwd over the accepted tokens alone,
-// from copies of both states taken before 2; the folded states and the
+// from copies of both states taken before 2; the committed states and the
 // accepted outputs must equal the replay byte for byte (replay_check.hpp).
+// In the lazy flow the sampled layers are flushed (gdn::state_flush, not
+// timed) before the copies and before the comparison.
 //
 // All layers share one state pool, one conv state pool and the two rings,
 // addressed through layer-major row tables (two different permutations), as
@@ -119,10 +126,22 @@ int simulate(const Options& o) {
   Pool<StateT> state("gdn_demo::state", L * B, nv, Dk, Dv);  // [slots, nv, Dk, Dv]
   ConvPool<Act> conv_state("gdn_demo::conv_state", L * B, conv_dim,
                            conv_width - 1);  // [slots, conv_dim, W-1]
-  Pool<float> ring(Kokkos::view_alloc("gdn_demo::ring", Kokkos::WithoutInitializing), L * B, nk, W,
+  // The eager flow's rings.
+  Pool<float> ring(Kokkos::view_alloc("gdn_demo::ring", Kokkos::WithoutInitializing),
+                   o.eager ? L * B : 0, nk, W,
                    record_stride);  // [ring_rows, nk, RING_LEN, record_stride]
   ConvPool<Act> conv_ring(Kokkos::view_alloc("gdn_demo::conv_ring", Kokkos::WithoutInitializing),
-                          L * B, W, conv_dim);  // [ring_rows, RING_LEN, conv_dim]
+                          o.eager ? L * B : 0, W, conv_dim);  // [ring_rows, RING_LEN, conv_dim]
+  // The lazy flow's history (records and pre-conv inputs) and ledger (zero: nothing pending).
+  const int H = o.eager ? 0 : o.history();
+  const gdn::LazyRing<Mem, float> lazy{
+      Pool<float>(Kokkos::view_alloc("gdn_demo::history", Kokkos::WithoutInitializing),
+                  o.eager ? 0 : L * B, nk, H, record_stride),
+      Kokkos::View<std::uint32_t**, Kokkos::LayoutRight, Mem>(
+          "gdn_demo::ledger", o.eager ? 0 : L * B, gdn::lazy_ledger_words(std::size_t(H)))};
+  ConvPool<Act> conv_history(
+      Kokkos::view_alloc("gdn_demo::conv_history", Kokkos::WithoutInitializing),
+      o.eager ? 0 : L * B, H, conv_dim);  // [ring_rows, capacity, conv_dim]
   // Two independent shuffles: a mix-up of the tables or of the layers would show.
   std::mt19937_64 table_rng(mix64(o.seed + 7));
   const RowTable state_rows("gdn_demo::state_rows", L, B, table_rng);
@@ -175,6 +194,16 @@ int simulate(const Options& o) {
   Index num_accepted("gdn_demo::num_accepted", B);  // [B]
   auto h_num_accepted = Kokkos::create_mirror_view(num_accepted);
   const gdn::ConvFold<Mem, Act> conv_fold{conv_state, conv_ring};
+  const gdn::ConvFold<Mem, Act> conv_flush{conv_state, conv_history};
+  // The lazy flow's flush of the sampled layers: their entries of the row tables, the
+  // others gdn::pad_slot.
+  Table flush_state_rows("gdn_demo::flush_state_rows", L, B);
+  Table flush_ring_rows("gdn_demo::flush_ring_rows", L, B);
+  auto h_flush_state = Kokkos::create_mirror_view(flush_state_rows);
+  auto h_flush_ring = Kokkos::create_mirror_view(flush_ring_rows);
+  const auto flush_sample = [&] {
+    gdn::state_flush(space, cfg, flush_state_rows, state, flush_ring_rows, lazy, conv_flush);
+  };
 
   ReplayCheck<StateT> check(cfg, B, W, C);
   std::mt19937_64 accept_rng(o.seed);
@@ -195,21 +224,40 @@ int simulate(const Options& o) {
     inputs.draw(space, mix64(mix64(o.seed) + std::uint64_t(step)));
     std::vector<int> sample(C);  // the layers checked this step, rotating through all
     for (int c = 0; c < C; ++c) sample[c] = int((std::size_t(step) * C + c) % L);
+    if (!o.eager) {  // commit the sampled layers' pending tokens (not timed)
+      Kokkos::deep_copy(h_flush_state, gdn::pad_slot);
+      Kokkos::deep_copy(h_flush_ring, gdn::pad_slot);
+      for (int l : sample) {
+        for (int b = 0; b < B; ++b) {
+          h_flush_state(l, b) = state_rows.at(l, b);
+          h_flush_ring(l, b) = ring_rows.at(l, b);
+        }
+      }
+      Kokkos::deep_copy(flush_state_rows, h_flush_state);
+      Kokkos::deep_copy(flush_ring_rows, h_flush_ring);
+      flush_sample();
+    }
     check.snapshot(space, state, conv_state, state_rows.host, sample);
 
     // 2. Verify every layer: conv, then the recurrence on its output (timed).
     space.fence();
     timer.reset();
     for (int l = 0; l < L; ++l) {
-      gdn::conv1d_verify_ring(
-          space, cfg, model.conv_inputs(l, LayerInputs::layer(inputs.qkv, l), offsets),
-          state_rows.per_layer[l], conv_state, post, ring_rows.per_layer[l], conv_ring);
-      gdn::recurrence_verify_ring(space, cfg,
-                                  model.gate_inputs(l, post, LayerInputs::layer(inputs.a, l),
-                                                    LayerInputs::layer(inputs.b, l), offsets),
-                                  state_rows.per_layer[l], state,
-                                  Kokkos::subview(out, l, Kokkos::ALL, Kokkos::ALL),
-                                  ring_rows.per_layer[l], ring);
+      const auto conv_in = model.conv_inputs(l, LayerInputs::layer(inputs.qkv, l), offsets);
+      const auto gate_in = model.gate_inputs(l, post, LayerInputs::layer(inputs.a, l),
+                                             LayerInputs::layer(inputs.b, l), offsets);
+      const auto layer_out = Kokkos::subview(out, l, Kokkos::ALL, Kokkos::ALL);
+      if (o.eager) {
+        gdn::conv1d_verify_ring(space, cfg, conv_in, state_rows.per_layer[l], conv_state, post,
+                                ring_rows.per_layer[l], conv_ring);
+        gdn::recurrence_verify_ring(space, cfg, gate_in, state_rows.per_layer[l], state,
+                                    layer_out, ring_rows.per_layer[l], ring);
+      } else {  // the conv first: the recurrent verify clears the ledger rows it commits
+        gdn::conv1d_verify_lazy(space, cfg, conv_in, state_rows.per_layer[l], conv_state, post,
+                                ring_rows.per_layer[l], conv_history, lazy);
+        gdn::recurrence_verify_lazy(space, cfg, gate_in, state_rows.per_layer[l], state,
+                                    layer_out, ring_rows.per_layer[l], lazy);
+      }
     }
     space.fence();
     const double verify_s = timer.seconds();
@@ -225,13 +273,19 @@ int simulate(const Options& o) {
     }
     Kokkos::deep_copy(num_accepted, h_num_accepted);
 
-    // 4. One fold for all layers, recurrent and conv states (timed).
+    // 4. Commit, all layers in one call (timed): the eager fold of the recurrent and conv
+    // states, or the lazy flow's accept (the accepted prefixes become pending).
     space.fence();
     timer.reset();
-    gdn::state_fold(space, cfg, state_rows.table, state, ring_rows.table, ring, num_accepted,
-                    conv_fold);
+    if (o.eager) {
+      gdn::state_fold(space, cfg, state_rows.table, state, ring_rows.table, ring, num_accepted,
+                      conv_fold);
+    } else {
+      gdn::lazy_accept(space, ring_rows.table, lazy, num_accepted);
+    }
     space.fence();
     const double fold_s = timer.seconds();
+    if (!o.eager) flush_sample();  // the sampled layers' states, committed for the check
 
     totals.steps = step + 1;
     totals.drafted += h_offsets(B);
@@ -257,10 +311,11 @@ int simulate(const Options& o) {
     if ((step + 1) % progress_every == 0 || step + 1 == o.steps) {
       const double busy = totals.verify_s + totals.fold_s;
       std::printf(
-          "step %*d/%d  accepted %lld/%lld  verify %.2f ms  fold %.2f ms  %.0f tok/s  "
+          "step %*d/%d  accepted %lld/%lld  verify %.2f ms  %s %.2f ms  %.0f tok/s  "
           "exact so far\n",
           int(std::to_string(o.steps).size()), step + 1, o.steps, totals.accepted, totals.drafted,
-          1e3 * totals.verify_s / totals.steps, 1e3 * totals.fold_s / totals.steps,
+          1e3 * totals.verify_s / totals.steps, o.eager ? "fold" : "accept",
+          1e3 * totals.fold_s / totals.steps,
           busy > 0 ? double(totals.accepted) / busy : 0.0);
       std::fflush(stdout);
     }

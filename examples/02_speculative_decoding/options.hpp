@@ -26,6 +26,10 @@ struct Options {
   std::uint64_t seed = 1;
   double accept_prob = 0.7;
   int check_layers = 2;
+  bool eager = false;  // verify_ring + state_fold every step instead of the lazy flow
+  int capacity = 0;    // records of the lazy history per row; 0: 3 windows
+  /// The lazy history's records per row.
+  int history() const { return capacity > 0 ? capacity : 3 * window; }
 };
 
 inline void print_help(const char* program) {
@@ -42,7 +46,11 @@ inline void print_help(const char* program) {
       "gdn::recurrence_verify_ring on its output with the raw gates (outputs for every drafted\n"
       "token, ring records instead of a state write-back). It then draws how many tokens were\n"
       "accepted and commits that prefix of the recurrent and conv states of all layers with one\n"
-      "gdn::state_fold call; the next step continues from the committed states. Each step a\n"
+      "gdn::state_fold call; the next step continues from the committed states. That is the\n"
+      "eager flow (--eager); by default the demo runs the lazy flow instead: gdn::conv1d_verify_lazy\n"
+      "and gdn::recurrence_verify_lazy fold each sequence's pending accepted tokens in registers\n"
+      "before its window, one gdn::lazy_accept per step takes the accepted prefixes (no fold),\n"
+      "and a state is written only when its history fills up. Each step a\n"
       "rotating sample of layers is replayed with gdn::conv1d_fwd + gdn::recurrence_fwd over the\n"
       "accepted tokens only, from copies of both states taken before verify, and the folded\n"
       "states and the accepted outputs must equal the replay bit for bit; at the first\n"
@@ -72,7 +80,12 @@ inline void print_help(const char* program) {
       "                     it was; accepted = min(drafted, 1 + run of successes), so at least\n"
       "                     one token (the target model's own) per sequence and step [%.2f]\n"
       "  --check-layers N   layers replayed and compared each step, rotating through all\n"
-      "                     layers, 1 .. --layers [%d]\n"
+      "                     layers, 1 .. --layers [%d]. In the lazy flow their states are\n"
+      "                     flushed (gdn::state_flush, not timed) before the step and after\n"
+      "                     it, so that the committed states can be compared.\n"
+      "  --eager            the eager flow: verify_ring and a state_fold every step\n"
+      "  --capacity N       lazy flow: records the history keeps per (layer, sequence), at\n"
+      "                     least --window [3 x --window]\n"
       "  --help             print this text\n"
       "Options take their value as the next argument or after '=' (--layers=4).\n"
       "Arguments starting with --kokkos- go to Kokkos (e.g. --kokkos-threads=2).\n"
@@ -137,6 +150,7 @@ inline ParseResult parse_options(int argc, char* argv[], Options& o, std::string
       {"--nv", &o.nv, 1, 4096, "an integer in [1, 4096]"},
       {"--head-dim", &o.head_dim, 1, 4096, "an integer in [1, 4096]"},
       {"--check-layers", &o.check_layers, 1, 4096, "an integer in [1, --layers]"},
+      {"--capacity", &o.capacity, 1, 1 << 20, "an integer in [--window, 2^20]"},
   };
   bool check_layers_given = false;
   for (int i = 1; i < argc; ++i) {
@@ -145,6 +159,10 @@ inline ParseResult parse_options(int argc, char* argv[], Options& o, std::string
     if (arg == "--help" || arg == "-h") return ParseResult::help;
     if (arg == "--ragged") {
       o.ragged = true;
+      continue;
+    }
+    if (arg == "--eager") {
+      o.eager = true;
       continue;
     }
     std::string value;
@@ -193,6 +211,12 @@ inline ParseResult parse_options(int argc, char* argv[], Options& o, std::string
       return ParseResult::error;
     }
     if (!inline_value) ++i;  // the value was the next argument
+  }
+  if (o.capacity > 0 && o.capacity < o.window) {
+    message = "option --capacity: expected an integer in [--window = " +
+              std::to_string(o.window) + ", 2^20] (a history holds a window), got " +
+              std::to_string(o.capacity);
+    return ParseResult::error;
   }
   if (o.check_layers > o.layers) {
     if (check_layers_given) {
