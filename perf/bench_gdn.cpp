@@ -30,6 +30,17 @@
 //                                           L = 1 and 36, T in {1, 4, 16}; bytes add the
 //                                           conv states' W-1 inputs read and written
 //   conv_prefill/D128/act:<a>/B:<b>/T:<t>   conv1d_fwd over the prefill shapes
+//   step/D128/state:<s>/L:36/B:<b>/T:<t>/lazy   one layer's speculative step, the layers
+//   step/D128/state:<s>/L:36/B:<b>/T:<t>/eager  taken in turn over pools of 36 layers (so
+//                                           the states come from memory): the lazy flow
+//                                           (recurrence_verify_lazy + lazy_accept, history
+//                                           capacity 3 T, flushes amortised: a row whose
+//                                           window overflows is committed by the verify)
+//                                           or the eager one (recurrence_verify_ring +
+//                                           state_fold); every row T tokens, a random
+//                                           1 .. T accepted (16 draws in turn). Bytes: the
+//                                           floor of a step, one state read, the tokens and
+//                                           the window's records
 //   (conv cases: conv_dim = 8192 at D128, activations <a> float or bf16, T in {1, 4, 16};
 //   bytes: qkv read, out written, conv state read (and written), conv ring written or
 //   read, weights and bias, index arrays; flops: 2*W per output)
@@ -134,6 +145,12 @@
 #define GDN_BENCH_ENGINE_INPUTS 1
 #else
 #define GDN_BENCH_ENGINE_INPUTS 0
+#endif
+// The lazy flow (the step cases' lazy variant).
+#if __has_include(<gdn/lazy_commit.hpp>)
+#define GDN_BENCH_LAZY 1
+#else
+#define GDN_BENCH_LAZY 0
 #endif
 
 namespace gdn_bench {
@@ -271,7 +288,7 @@ Table make_table(int rows, int cols) {  // entry (l, b) = l * cols + b
 
 // ---------------------------------------------------------------------------
 // One case: its shape, the bytes and flops it must move and compute, its buffers' size.
-enum class Kernel { Fwd, Verify, Fold, Prefill, ConvFwd, ConvVerify, ConvPrefill };
+enum class Kernel { Fwd, Verify, Fold, Prefill, ConvFwd, ConvVerify, ConvPrefill, Step };
 constexpr int kConvWidth = 4;  // Qwen3-Next's conv kernel width
 
 struct Case {
@@ -285,6 +302,7 @@ struct Case {
   bool bf16_act = false;   // fwd, verify, prefill: bf16 activations
   bool raw_gates = false;  // fwd, verify, prefill: GateInputs
   bool conv_pools = false;  // fold: the conv pools too (ConvFold of the state's type)
+  bool lazy = false;        // step: the lazy flow (else the eager one)
 
   gdn::HeadConfig cfg() const { return gdn::HeadConfig{kNumKeyHeads, kNumValueHeads, dim, dim}; }
   double state_row_bytes() const {
@@ -319,6 +337,7 @@ struct Case {
                     : kernel == Kernel::Fold        ? "fold"
                     : kernel == Kernel::ConvFwd     ? "conv_fwd"
                     : kernel == Kernel::ConvVerify  ? "conv_verify"
+                    : kernel == Kernel::Step        ? "step"
                                                     : "conv_prefill";
     if (conv()) {
       std::string n = std::string(k) + "/D" + std::to_string(dim) +
@@ -327,11 +346,12 @@ struct Case {
     }
     std::string n =
         std::string(k) + "/D" + std::to_string(dim) + "/state:" + (bf16_state ? "bf16" : "float");
-    if (kernel == Kernel::Fold) n += "/L:" + std::to_string(layers);
+    if (kernel == Kernel::Fold || kernel == Kernel::Step) n += "/L:" + std::to_string(layers);
     n += "/B:" + std::to_string(batch) + "/T:" + std::to_string(window);
     if (bf16_act) n += "/act:bf16";
     if (raw_gates) n += "/gates:raw";
     if (conv_pools) n += "/conv";
+    if (kernel == Kernel::Step) n += lazy ? "/lazy" : "/eager";
     return n;
   }
 
@@ -352,8 +372,10 @@ struct Case {
         return 2.0 * batch * state_row_bytes() + tokens() * token_bytes() + gate_param_bytes() +
                idx * (2.0 * batch + 1);
       case Kernel::Verify:  // state read, tokens, records written, offsets + slots + ring slots
+      case Kernel::Step:    // the floor of a step: a verify's bytes (one state read)
         return batch * state_row_bytes() + tokens() * token_bytes() + gate_param_bytes() +
-               records() * record_elements() * 4.0 + idx * (3.0 * batch + 1);
+               double(batch) * window * kNumKeyHeads * record_elements() * 4.0 +
+               idx * (3.0 * batch + 1);
       case Kernel::Fold:  // state read + written, records read, two tables + num_accepted;
       default:            // conv pools: W-1 inputs read (ring, or the old row), W-1 written
         return 2.0 * layers * batch * state_row_bytes() + records() * record_elements() * 4.0 +
@@ -366,7 +388,8 @@ struct Case {
     if (conv()) return tokens() * conv_dim() * 2.0 * kConvWidth;
     if (kernel == Kernel::Fold)
       return double(layers) * batch * window * kNumValueHeads * 3.0 * per_head;
-    if (kernel == Kernel::Verify) return tokens() * kNumValueHeads * 4.0 * per_head;
+    if (kernel == Kernel::Verify || kernel == Kernel::Step)
+      return tokens() * kNumValueHeads * 4.0 * per_head;
     return tokens() * kNumValueHeads * 7.0 * per_head;
   }
   double footprint() const {
@@ -384,6 +407,9 @@ struct Case {
         return batch * state_row_bytes() + tokens() * token_bytes();
       case Kernel::Verify:
         return batch * state_row_bytes() + tokens() * token_bytes() + ring;
+      case Kernel::Step:  // pools of every layer, the history 3 windows
+        return double(layers) * batch * state_row_bytes() + tokens() * token_bytes() +
+               (lazy ? 3.0 : 1.0) * ring;
       case Kernel::Fold:
       default:
         return double(layers) * batch * state_row_bytes() + ring +
@@ -634,6 +660,64 @@ void run_fold(benchmark::State& st, const Case& c, const Settings& s) {
     st.SkipWithError(non_finite_message(bad, "conv state").c_str());
 }
 
+// One layer's speculative step, layer l = the call count modulo L, over pools of L layers
+// (rows l * B + b); acceptances 1 .. T drawn once, 16 vectors taken in turn.
+template <class StateT>
+void run_step(benchmark::State& st, const Case& c, const Settings& s) {
+  const gdn::HeadConfig cfg = c.cfg();
+  const int L = c.layers, B = c.batch, T = c.window;
+  TokenBuffers<float> tok(c);
+  const std::size_t rows = std::size_t(L) * B;
+  Pool<StateT> state = make_state<StateT>(rows, c.dim);  // [L*B, nv, Dk, Dv]
+  const int positions = c.lazy ? 3 * T : T;              // the history's capacity, or RING_LEN
+  Pool<float> ring("gdn_bench::ring", rows, kNumKeyHeads, positions, c.record_stride());
+  Kokkos::View<std::uint32_t**, Kokkos::LayoutRight, Mem> ledger(
+      "gdn_bench::ledger", c.lazy ? rows : 0, (positions + 31) / 32 + 1);
+  const Table table = make_table(L, B);  // rows of layer l: l * B + b (state and ring)
+  std::vector<Index> accepted;
+  std::uint64_t x = 0x9e3779b97f4a7c15ull;
+  for (int k = 0; k < 16; ++k) {
+    std::vector<std::uint32_t> n(B);
+    for (int b = 0; b < B; ++b) {
+      x ^= x << 13;
+      x ^= x >> 7;
+      x ^= x << 17;
+      n[b] = 1 + static_cast<std::uint32_t>(x % std::uint64_t(T));
+    }
+    accepted.push_back(make_index(n));
+  }
+  Exec space;
+  space.fence();
+  long long call = 0;
+  Timing t;
+  for (auto _ : st) {
+    t = time_calls(s, [&] {
+      const int l = static_cast<int>(call % L);
+      const Index& acc = accepted[static_cast<std::size_t>(call++ % 16)];
+      const auto layer_rows = Kokkos::subview(table, l, Kokkos::ALL);
+      const auto layer_table = Kokkos::subview(table, std::make_pair(l, l + 1), Kokkos::ALL);
+#if GDN_BENCH_LAZY
+      if (c.lazy) {
+        const gdn::LazyRing<Mem, float> lazy{ring, ledger};
+        gdn::recurrence_verify_lazy(space, cfg, tok.in, layer_rows, state, tok.out, layer_rows,
+                                    lazy);
+        gdn::lazy_accept(space, layer_table, lazy, acc);
+        return;
+      }
+#endif
+      gdn::recurrence_verify_ring(space, cfg, tok.in, layer_rows, state, tok.out, layer_rows,
+                                  ring);
+      gdn::state_fold(space, cfg, layer_table, state, layer_table, ring, acc);
+    });
+    st.SetIterationTime(t.median);
+  }
+  report(st, c, s, t);
+  long bad = count_non_finite(state.data(), state.size());
+  if (bad) st.SkipWithError(non_finite_message(bad, "state").c_str());
+  if ((bad = count_non_finite(tok.out.data(), tok.out.size())) != 0)
+    st.SkipWithError(non_finite_message(bad, "out").c_str());
+}
+
 template <class StateT>
 void run_recurrence_act(benchmark::State& st, const Case& c, const Settings& s) {
 #if GDN_BENCH_ENGINE_INPUTS
@@ -709,6 +793,10 @@ void run_case(benchmark::State& st, const Case& c, const Settings& s) {
     return;
   }
 #endif
+  if (c.kernel == Kernel::Step) {
+    c.bf16_state ? run_step<gdn::bf16>(st, c, s) : run_step<float>(st, c, s);
+    return;
+  }
   const bool fold = c.kernel == Kernel::Fold;
   if (c.bf16_state) {
     fold ? run_fold<gdn::bf16>(st, c, s) : run_recurrence_act<gdn::bf16>(st, c, s);
@@ -724,6 +812,7 @@ void register_cases(const Settings& s) {
     if (!GDN_BENCH_ENGINE_INPUTS && (c.bf16_act || c.raw_gates || c.conv() || c.conv_pools)) {
       return;  // not in this gdn (the header's note on older sources)
     }
+    if (!GDN_BENCH_LAZY && c.lazy) return;  // not in this gdn
     if (c.footprint() > s.max_bytes) {
       std::printf("gdn_bench: skipped %s (%.1f GiB of buffers > GDN_BENCH_MAX_GIB)\n",
                   c.name().c_str(), c.footprint() / double(1ull << 30));
@@ -838,6 +927,21 @@ void register_cases(const Settings& s) {
       c.window = bl[1];
       add(c);
     }
+  // One layer's speculative step, lazy and eager, over 36 layers' pools (D = 128, T = 4).
+  for (bool lazy : {true, false})
+    for (bool bf16_state : {false, true})
+      for (int batch : batches) {
+        if (batch > s.max_batch) continue;
+        Case c;
+        c.kernel = Kernel::Step;
+        c.layers = kModelLayers;
+        c.bf16_state = bf16_state;
+        c.batch = batch;
+        c.window = 4;
+        c.record_align = s.record_align;
+        c.lazy = lazy;
+        add(c);
+      }
   if (skipped) std::printf("gdn_bench: %d cases skipped for memory\n", skipped);
 }
 

@@ -30,6 +30,8 @@ KERNELS = [
     ("verify", "recurrence_verify_ring (RING_LEN = T, records written, state not written)"),
     ("fold", "state_fold (n = T accepted for every row, RING_LEN = T)"),
     ("prefill", "recurrence_fwd over B prompts of T tokens each"),
+    ("step", "one layer's speculative step over 36 layers' pools: the lazy flow "
+             "(recurrence_verify_lazy + lazy_accept) or the eager one (verify_ring + state_fold)"),
 ]
 
 
@@ -52,6 +54,8 @@ def input_label(f):
     the fold's 'conv' flag reads 'with conv pools'."""
     if "conv" in f:
         return "with conv pools"
+    if "lazy" in f or "eager" in f:
+        return "lazy flow" if "lazy" in f else "eager flow"
     act = f.get("act", "float")
     return act + (", raw gates" if f.get("gates") == "raw" else "")
 
@@ -179,10 +183,11 @@ def render(data):
         )
         if not cases:
             continue
-        with_layers = kernel == "fold"
+        with_layers = kernel in ("fold", "step")
         out.append(f"## {kernel}: {title}")
         out.append("")
-        with_inputs = any(k in parse_name(n)[1] for n, _ in cases for k in ("act", "gates", "conv"))
+        with_inputs = any(k in parse_name(n)[1]
+                          for n, _ in cases for k in ("act", "gates", "conv", "lazy", "eager"))
         head = ["shape", "state"] + (["inputs"] if with_inputs else []) + ["B", "T"]
         head += ["L"] if with_layers else []
         with_gpu = any("gpu_us" in b for _, b in cases)
