@@ -2,6 +2,7 @@
 // any launch, naming function and argument, nothing changed; the index
 // checking mode's conv rules.
 #include "conv_support.hpp"
+#include "reject_harness.hpp"
 
 namespace gdn_test {
 namespace {
@@ -32,15 +33,15 @@ struct ConvSetup {
     gdn::state_fold(space, cfg, srows, state, rrows, ring, acc,
                     gdn::ConvFold<Mem, float>{cstate, cring});
   }
+  std::vector<std::pair<std::string, std::vector<unsigned char>>> buffers() const {
+    return {{"conv state", bytes_of(cstate)},
+            {"conv ring", bytes_of(cring)},
+            {"state", bytes_of(state)},
+            {"out", bytes_of(out.buf)}};
+  }
 };
 
-struct ConvBadCase {
-  const char* name;
-  const char* function;
-  const char* argument;
-  bool checking;
-  std::function<void(ConvSetup&)> call;
-};
+using ConvBadCase = BadCase<ConvSetup>;
 
 gdn::ConvInputs<Mem, float> with_weight(const ConvSetup& s, int rows, int width) {
   auto in = s.d.in;
@@ -155,47 +156,13 @@ std::vector<ConvBadCase> conv_cases() {
 
 class ConvRejects : public ::testing::TestWithParam<ConvBadCase> {};
 
-TEST_P(ConvRejects, ThrowsNamesArgumentAndChangesNothing) {
-  const ConvBadCase& c = GetParam();
-  ConvSetup s;
-  s.space.fence();
-  const auto cs0 = bytes_of(s.cstate), cr0 = bytes_of(s.cring), st0 = bytes_of(s.state),
-             out0 = bytes_of(s.out.buf);
-  gdn::set_index_checking(c.checking);
-  bool threw = false;
-  try {
-    c.call(s);
-  } catch (const gdn::InvalidArgument& e) {
-    threw = true;
-    EXPECT_EQ(e.argument(), c.argument) << e.what();
-    EXPECT_EQ(e.function(), c.function) << e.what();
-  }
-  gdn::set_index_checking(false);
-  EXPECT_TRUE(threw) << c.name << " was not rejected";
-  s.space.fence();
-  EXPECT_TRUE(same_bytes(bytes_of(s.cstate), cs0)) << "conv state changed";
-  EXPECT_TRUE(same_bytes(bytes_of(s.cring), cr0)) << "conv ring changed";
-  EXPECT_TRUE(same_bytes(bytes_of(s.state), st0)) << "state changed";
-  EXPECT_TRUE(same_bytes(bytes_of(s.out.buf), out0)) << "out changed";
-}
+TEST_P(ConvRejects, ThrowsNamesArgumentAndChangesNothing) { expect_rejected(GetParam()); }
 
 INSTANTIATE_TEST_SUITE_P(BadInput, ConvRejects, ::testing::ValuesIn(conv_cases()),
-                         [](const ::testing::TestParamInfo<ConvBadCase>& i) {
-                           return std::string(i.param.name);
-                         });
+                         BadCaseName());
 
 // The valid setup passes with and without checking (so the cases above fail for their reason).
-TEST(ConvChecking, ValidCallsPass) {
-  for (bool on : {false, true}) {
-    ConvSetup s;
-    gdn::set_index_checking(on);
-    EXPECT_NO_THROW(s.fwd());
-    EXPECT_NO_THROW(s.verify());
-    EXPECT_NO_THROW(s.fold());
-    gdn::set_index_checking(false);
-    s.space.fence();
-  }
-}
+TEST(ConvChecking, ValidCallsPass) { expect_valid_calls_pass<ConvSetup>(); }
 
 // Recording rows only read their conv state row: several may share one in the checking mode;
 // rows the fold skips and empty rows may hold any index.

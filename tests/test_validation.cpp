@@ -1,7 +1,7 @@
 // Bad input: every rejected argument throws gdn::InvalidArgument naming the
 // function and the argument, before anything is launched, and leaves every
 // state, ring and output buffer exactly as it was.
-#include "test_support.hpp"
+#include "reject_harness.hpp"
 
 #include <gdn/impl/validate.hpp>
 
@@ -35,15 +35,12 @@ struct CallSetup {
     gdn::recurrence_verify_ring(space, cfg, d.in, slots, state, out.view, rslots, ring);
   }
   void fold() const { gdn::state_fold(space, cfg, srows, state, rrows, ring, acc); }
+  std::vector<std::pair<std::string, std::vector<unsigned char>>> buffers() const {
+    return {{"state", bytes_of(state)}, {"ring", bytes_of(ring)}, {"out", bytes_of(out.buf)}};
+  }
 };
 
-struct Case {
-  const char* name;
-  const char* function;  // expected gdn:: function in the message
-  const char* argument;  // expected argument name
-  bool checking;         // needs the index checking mode
-  std::function<void(CallSetup&)> call;
-};
+using Case = BadCase<CallSetup>;
 
 gdn::TokenInputs<Mem> with_qkv(const CallSetup& s, const Strided2D& a) {
   auto in = s.d.in;
@@ -250,52 +247,13 @@ std::vector<Case> cases() {
 
 class Rejects : public ::testing::TestWithParam<Case> {};
 
-TEST_P(Rejects, ThrowsNamesArgumentAndChangesNothing) {
-  const Case& c = GetParam();
-  CallSetup s;
-  s.space.fence();
-  const auto state0 = bytes_of(s.state), ring0 = bytes_of(s.ring), out0 = bytes_of(s.out.buf);
-  gdn::set_index_checking(c.checking);
-  bool threw = false;
-  try {
-    c.call(s);
-  } catch (const gdn::InvalidArgument& e) {
-    threw = true;
-    EXPECT_EQ(e.argument(), c.argument) << e.what();
-    EXPECT_EQ(e.function(), c.function) << e.what();
-    const std::string msg = e.what();
-    EXPECT_NE(msg.find(c.function), std::string::npos) << msg;
-    EXPECT_NE(msg.find("expected"), std::string::npos) << msg;
-    EXPECT_NE(msg.find("got"), std::string::npos) << msg;
-    const std::invalid_argument& base = e;  // the documented base type
-    (void)base;
-  }
-  gdn::set_index_checking(false);
-  EXPECT_TRUE(threw) << c.name << " was not rejected";
-  s.space.fence();
-  EXPECT_TRUE(same_bytes(bytes_of(s.state), state0)) << "state changed";
-  EXPECT_TRUE(same_bytes(bytes_of(s.ring), ring0)) << "ring changed";
-  EXPECT_TRUE(same_bytes(bytes_of(s.out.buf), out0)) << "out changed";
-}
+TEST_P(Rejects, ThrowsNamesArgumentAndChangesNothing) { expect_rejected(GetParam()); }
 
-INSTANTIATE_TEST_SUITE_P(BadInput, Rejects, ::testing::ValuesIn(cases()),
-                         [](const ::testing::TestParamInfo<Case>& i) {
-                           return std::string(i.param.name);
-                         });
+INSTANTIATE_TEST_SUITE_P(BadInput, Rejects, ::testing::ValuesIn(cases()), BadCaseName());
 
 // The valid setup itself passes, with and without the checking mode (so the
 // cases above fail for the reason they name).
-TEST(Checking, ValidCallsPassWithAndWithoutChecking) {
-  for (bool on : {false, true}) {
-    CallSetup s;
-    gdn::set_index_checking(on);
-    EXPECT_NO_THROW(s.fwd());
-    EXPECT_NO_THROW(s.verify());
-    EXPECT_NO_THROW(s.fold());
-    gdn::set_index_checking(false);
-    s.space.fence();
-  }
-}
+TEST(Checking, ValidCallsPassWithAndWithoutChecking) { expect_valid_calls_pass<CallSetup>(); }
 
 // Raw gates: valid calls pass with and without checking; without it, non-finite
 // parameters are not looked at (they live on the device).

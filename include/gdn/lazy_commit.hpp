@@ -75,35 +75,12 @@ void recurrence_verify_lazy_checked(
     const SlotsView& state_slots, const StateView& state, const OutView& out,
     const RingSlotsView& ring_slots, const LazyRing<typename ExecSpace::memory_space, RingT>& lazy) {
   using M = typename ExecSpace::memory_space;
-  static_assert(
-      Kokkos::is_execution_space<ExecSpace>::value,
-      "gdn::recurrence_verify_lazy: the first argument must be a Kokkos execution space instance");
-  using IT = InputsTraits<ExecSpace, Inputs>;
-  static_assert(
-      IT::is_inputs,
-      "gdn::recurrence_verify_lazy: inputs must be a gdn::TokenInputs or a gdn::GateInputs");
-  static_assert(IT::space_ok,
-                "gdn::recurrence_verify_lazy: inputs must live in ExecSpace::memory_space");
-  using ActT = typename IT::activation_type;
-  GDN_IMPL_STATIC_ASSERT_INDEX_VIEW("gdn::recurrence_verify_lazy", "state_slots", 1, "[B]",
-                                    ExecSpace, SlotsView);
-  GDN_IMPL_STATIC_ASSERT_INDEX_VIEW("gdn::recurrence_verify_lazy", "ring_slots", 1, "[B]",
-                                    ExecSpace, RingSlotsView);
-  GDN_IMPL_STATIC_ASSERT_POOL_VIEW("gdn::recurrence_verify_lazy", "state", "[slots, nv, Dk, Dv]",
-                                   ExecSpace, StateView);
-  GDN_IMPL_STATIC_ASSERT_WRITABLE("gdn::recurrence_verify_lazy", "state",
-                                  "may be written (a commit when a window does not fit)",
-                                  StateView);
+  GDN_IMPL_STATIC_ASSERT_VERIFY_ARGS("gdn::recurrence_verify_lazy",
+                                     "may be written (a commit when a window does not fit)",
+                                     ExecSpace, Inputs, SlotsView, StateView, OutView,
+                                     RingSlotsView);
+  using ActT = typename InputsTraits<ExecSpace, Inputs>::activation_type;
   using SP = PoolViewTraits<ExecSpace, StateView>;
-  static_assert(Kokkos::is_view<OutView>::value,
-                "gdn::recurrence_verify_lazy: out must be a Kokkos::View");
-  static_assert(unsigned(OutView::rank) == 2,
-                "gdn::recurrence_verify_lazy: out must have rank 2 [tokens, value_dim]");
-  static_assert(std::is_same<typename OutView::value_type, ActT>::value,
-                "gdn::recurrence_verify_lazy: out value type must be (non-const) and the inputs' "
-                "activation type (float, or gdn::bf16 for bf16 inputs)");
-  static_assert(std::is_same<typename OutView::memory_space, M>::value,
-                "gdn::recurrence_verify_lazy: out must live in ExecSpace::memory_space");
   ScopedRegion region("gdn::recurrence_verify_lazy");
   using StateT = typename SP::value_type;
   LazyVerifyLauncher<ExecSpace, ActT, StateT, RingT>::run(

@@ -12,7 +12,9 @@
 /// changes no bits.
 ///
 /// Thread mapping (FoldShape, backend.hpp). One team per work item (layer l,
-/// sequence b, value head h, tile of the state). CUDA: a tile is
+/// sequence b, value head h, tile of the state); the commit before a lazy
+/// verify, where few items have work, launches fewer teams, each taking items
+/// league_rank, + league_size, ... CUDA: a tile is
 /// `tile_rows` (32 at Dk = 128) whole rows; thread t holds 8 rows x 4
 /// columns in registers, neighbouring threads neighbouring columns, so a
 /// warp's loads and stores are contiguous rows; eight teams per SM. Host:
@@ -103,11 +105,15 @@ struct FoldKernel {
 
   KOKKOS_INLINE_FUNCTION void operator()(const Member& team) const {
     const int total = m_items + m_conv_items;  // <= INT_MAX / 2 (checked on the host)
+    if (team.league_rank() >= total) return;
+    // Team scratch is taken once per team (every take advances Kokkos' scratch
+    // pointer), whatever the number of items the team runs.
+    float* const scratch = align16(ScratchView(team.team_scratch(0), kScratchFloats + 4).data());
     for (int item = team.league_rank(); item < total; item += team.league_size()) {
       if (item < m_conv_items) {
         run_conv_item(team, item);
       } else {
-        run_item(team, item - m_conv_items);
+        run_item(team, scratch, item - m_conv_items);
       }
     }
   }
@@ -136,7 +142,7 @@ struct FoldKernel {
     }
   }
 
-  KOKKOS_INLINE_FUNCTION void run_item(const Member& team, int item) const {
+  KOKKOS_INLINE_FUNCTION void run_item(const Member& team, float* scratch, int item) const {
     const int tile = item % kTiles;
     const int rest = item / kTiles;
     const int h = rest % m.nv;
@@ -166,8 +172,7 @@ struct FoldKernel {
     const int r0 = (rank / kColGroups) * kRows;              // this thread's rows in the tile
     const int c0 = (rank % kColGroups) * kCols;              // and columns
 
-    ScratchView raw(team.team_scratch(0), kScratchFloats + 4);
-    float* const sk = align16(raw.data());  // [kC][kTileRows]
+    float* const sk = scratch;          // [kC][kTileRows]
     float* const su = sk + kKeyFloats;      // [kC][kTileCols]
     float* const sa = su + kUFloats;        // [kC]
 

@@ -68,17 +68,30 @@ IndexTable<M> one_layer(const IndexView<M>& v) {
 }
 
 /// Launches the lazy fold kernel over the [L, B] entries of `p` (`items`
-/// state items, `conv_items` conv items).
+/// state items, `conv_items` conv items). `sparse`: few entries have work
+/// (the commit before a verify: only the rows that overflow), so the league
+/// is capped at the teams the device holds at once, each looping over items
+/// (FoldKernel's loop), instead of a team per item.
 template <class ExecSpace, class StateT, class RingT>
 void launch_lazy_fold(const char* label, const ExecSpace& space, const HeadConfig& cfg,
                       const FoldParams<StateT, RingT, typename ExecSpace::memory_space>& p,
-                      long long items, long long conv_items = 0) {
+                      long long items, long long conv_items = 0, bool sparse = false) {
   with_head_dim(cfg.key_head_dim, [&](auto dk) {
     using Kernel = FoldKernel<ExecSpace, StateT, RingT, decltype(dk)::value, true>;
     // items + conv_items <= INT_MAX / 2 (check_league).
     Kernel k{p, static_cast<int>(p.state_rows.extent(1)), static_cast<int>(items),
              static_cast<int>(conv_items)};
-    launch_team_kernel(label, space, k);
+    if (!sparse) {
+      launch_team_kernel(label, space, k);
+      return;
+    }
+    if (k.m_items + k.m_conv_items == 0) return;
+    const long long resident = space.concurrency() / Kernel::kThreads;
+    long long league = Kernel::league(space, items + conv_items);
+    if (resident >= 1 && league > resident) league = resident;
+    typename Kernel::Policy policy(space, static_cast<int>(league), Kernel::kThreads);
+    policy.set_scratch_size(0, Kokkos::PerTeam(Kernel::scratch_bytes()));
+    Kokkos::parallel_for(label, policy, k);
   });
 }
 
@@ -134,7 +147,7 @@ void run_verify_lazy(
       lazy_fold_params(cfg, one_layer(state_slots), state, one_layer(ring_slots),
                        Kokkos::View<const RingT****, Kokkos::LayoutRight, M>(history), ledger);
   fp.offsets = in.row_offsets;
-  launch_lazy_fold("gdn::recurrence_verify_lazy::commit", space, cfg, fp, commit_items);
+  launch_lazy_fold("gdn::recurrence_verify_lazy::commit", space, cfg, fp, commit_items, 0, true);
   launch_ledger("gdn::recurrence_verify_lazy::ledger", space, static_cast<long long>(batch),
                 LedgerBeforeVerify<ExecSpace>{ledger, in.row_offsets, state_slots, ring_slots,
                                               static_cast<int>(capacity)});

@@ -123,4 +123,31 @@ using EnableIfOtherInputs = std::enable_if_t<
   static_assert(!std::is_const<typename V::value_type>::value,    \
                 FUNC ": " ARG " " WHY " and must not be const")
 
+/// The compile-time checks every verify shares (FUNC: its name; STATE_WHY:
+/// when it writes the state): the execution space, the inputs, the two index
+/// views, the state pool and `out` (rank 2, of the inputs' activation type,
+/// in the space's memory space).
+#define GDN_IMPL_STATIC_ASSERT_VERIFY_ARGS(FUNC, STATE_WHY, ExecSpace, Inputs, SlotsView,          \
+                                           StateView, OutView, RingSlotsView)                      \
+  static_assert(Kokkos::is_execution_space<ExecSpace>::value,                                      \
+                FUNC ": the first argument must be a Kokkos execution space instance");            \
+  static_assert(::gdn::Impl::InputsTraits<ExecSpace, Inputs>::is_inputs,                           \
+                FUNC ": inputs must be a gdn::TokenInputs or a gdn::GateInputs");                  \
+  static_assert(::gdn::Impl::InputsTraits<ExecSpace, Inputs>::space_ok,                            \
+                FUNC ": inputs must live in ExecSpace::memory_space");                             \
+  GDN_IMPL_STATIC_ASSERT_INDEX_VIEW(FUNC, "state_slots", 1, "[B]", ExecSpace, SlotsView);           \
+  GDN_IMPL_STATIC_ASSERT_INDEX_VIEW(FUNC, "ring_slots", 1, "[B]", ExecSpace, RingSlotsView);        \
+  GDN_IMPL_STATIC_ASSERT_POOL_VIEW(FUNC, "state", "[slots, nv, Dk, Dv]", ExecSpace, StateView);     \
+  GDN_IMPL_STATIC_ASSERT_WRITABLE(FUNC, "state", STATE_WHY, StateView);                            \
+  static_assert(Kokkos::is_view<OutView>::value, FUNC ": out must be a Kokkos::View");              \
+  static_assert(unsigned(OutView::rank) == 2, FUNC ": out must have rank 2 [tokens, value_dim]");   \
+  static_assert(                                                                                   \
+      std::is_same<typename OutView::value_type,                                                   \
+                   typename ::gdn::Impl::InputsTraits<ExecSpace, Inputs>::activation_type>::value, \
+      FUNC ": out value type must be (non-const) and the inputs' activation type (float, or "      \
+           "gdn::bf16 for bf16 inputs)");                                                          \
+  static_assert(                                                                                   \
+      std::is_same<typename OutView::memory_space, typename ExecSpace::memory_space>::value,       \
+      FUNC ": out must live in ExecSpace::memory_space")
+
 #endif  // GDN_IMPL_STATIC_CHECKS_HPP
