@@ -10,6 +10,7 @@
 namespace gdn_python {
 namespace {
 
+/// The gate arguments of a call with their names: {decay, beta} or {a, b, A_log, dt_bias}.
 using Gates = std::vector<std::pair<py::handle, const char*>>;
 
 /// The per-token inputs of a call: decay and beta given (`gates` empty) or the
@@ -67,7 +68,7 @@ void with_inputs(const Call& c, const TokenArgs& t, const Arg& out, F&& f) {
 
 /// Borrows the per-token arguments: (decay, beta) or (a, b, A_log, dt_bias).
 TokenArgs borrow_tokens(Call& c, py::handle qkv, py::handle row_offsets,
-                        const std::vector<std::pair<py::handle, const char*>>& gates) {
+                        const Gates& gates) {
   TokenArgs t;
   t.qkv = c.borrow(qkv, "qkv");
   if (gates.size() == 2) {
@@ -82,7 +83,7 @@ TokenArgs borrow_tokens(Call& c, py::handle qkv, py::handle row_offsets,
 
 /// recurrence_fwd; `gates`: {decay, beta} or {a, b, A_log, dt_bias} with their names.
 void recurrence_fwd(const char* fn, const gdn::HeadConfig& cfg, py::handle qkv,
-                    const std::vector<std::pair<py::handle, const char*>>& gates,
+                    const Gates& gates,
                     py::handle row_offsets, py::handle state_slots, py::handle state,
                     py::handle out, const py::object& stream, Timing* timing = nullptr) {
   Call c(fn, stream);
@@ -105,7 +106,7 @@ void recurrence_fwd(const char* fn, const gdn::HeadConfig& cfg, py::handle qkv,
 /// recurrence_verify_ring, or with a `ledger` (not null) recurrence_verify_lazy, whose
 /// history is `ring`.
 void recurrence_verify_ring(const char* fn, const gdn::HeadConfig& cfg, py::handle qkv,
-                            const std::vector<std::pair<py::handle, const char*>>& gates,
+                            const Gates& gates,
                             py::handle row_offsets, py::handle state_slots, py::handle state,
                             py::handle out, py::handle ring_slots, py::handle ring,
                             const py::object& stream, Timing* timing = nullptr,
