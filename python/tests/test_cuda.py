@@ -2,7 +2,8 @@
 
 Skipped where torch has no CUDA device. Besides the shared cases of
 gdn_cases.py (the conv1d cases among them): device mismatches, explicit streams, and verify + fold
-captured in a torch.cuda.CUDAGraph and replayed with new inputs, also with padding rows (-1).
+captured in a torch.cuda.CUDAGraph and replayed with new inputs, also with padding rows (-1),
+and a lazy decode loop (verify_lazy + lazy_accept) replayed from one capture.
 """
 
 import pytest
@@ -205,3 +206,54 @@ def test_padding_rows_in_a_cuda_graph():
         real[sel] = True
         assert bits_equal(out[sel], e_out), f"step {step}: out of the real rows"
         assert torch.isnan(out[~real]).all(), f"step {step}: a padding row's out was written"
+
+
+def test_lazy_decode_loop_in_a_cuda_graph():
+    """One lazy step (recurrence_verify_lazy + lazy_accept) captured once and replayed over 12
+    steps with new inputs and acceptances, the cursors moving on the device only: every step's
+    out equals the eager flow's (verify_ring + state_fold, run eagerly beside it), and after a
+    flush the states are the eager ones, bit for bit."""
+    lengths = [4, 3, 4]
+    capacity = 8
+    base = Problem("cuda", lengths=lengths, seed=5)
+    cfg = base.cfg
+    rec = gdn.ring_record_elements(cfg.key_head_dim, cfg.value_head_dim, cfg.group_size)
+    qkv, decay, beta, off, slots = base.inputs()
+    rows = base.idx([base.slots])
+    state_l, state_e = base.state(), base.state()
+    out = base.out()
+    ring = base.ring(4)
+    history = torch.zeros(len(base.state0), cfg.num_key_heads, capacity, rec, device="cuda")
+    ledger = torch.zeros(len(base.state0), gdn.lazy_ledger_words(capacity), dtype=torch.int32,
+                         device="cuda")
+    accepted = base.idx([1, 1, 1])
+    torch.cuda.synchronize()
+    capture_stream = torch.cuda.Stream()
+    gdn.prepare_stream(capture_stream)
+    # The kernels' one-time setup on copies, then the capture.
+    gdn.recurrence_verify_lazy(cfg, qkv, decay, beta, off, slots, state_l.clone(), out.clone(),
+                               slots, history.clone(), ledger.clone())
+    gdn.lazy_accept(rows, history, ledger.clone(), accepted)
+    torch.cuda.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph, stream=capture_stream):
+        gdn.recurrence_verify_lazy(cfg, qkv, decay, beta, off, slots, state_l, out, slots,
+                                   history, ledger)
+        gdn.lazy_accept(rows, history, ledger, accepted)
+    for step in range(12):
+        p = Problem("cuda", lengths=lengths, seed=200 + step)
+        qkv.copy_(p.qkv)
+        decay.copy_(p.decay)
+        beta.copy_(p.beta)
+        n = [1 + (step * 3 + b) % lengths[b] for b in range(len(lengths))]
+        accepted.copy_(base.idx(n))
+        graph.replay()
+        e_out = p.out()
+        gdn.recurrence_verify_ring(cfg, qkv, decay, beta, off, slots, state_e, e_out, slots, ring)
+        gdn.state_fold(cfg, rows, state_e, rows, ring, accepted)
+        torch.cuda.synchronize()
+        assert bits_equal(out, e_out), f"step {step}: out"
+    gdn.state_flush(cfg, rows, state_l, rows, history, ledger)
+    torch.cuda.synchronize()
+    assert bits_equal(state_l, state_e), "flushed states != eager states"
+    assert int(ledger[:, 0].abs().sum()) == 0
