@@ -3,7 +3,9 @@
 Skipped where torch has no CUDA device. Besides the shared cases of
 gdn_cases.py (the conv1d cases among them): device mismatches, explicit streams, and verify + fold
 captured in a torch.cuda.CUDAGraph and replayed with new inputs, also with padding rows (-1),
-and a lazy decode loop (verify_lazy + lazy_accept) replayed from one capture.
+a lazy decode loop (verify_lazy + lazy_accept) replayed from one capture, and (torch >= 2.4)
+a module calling torch.ops.gdn verify and fold compiled with torch.compile(fullgraph=True),
+then captured in a CUDA graph.
 """
 
 import pytest
@@ -20,7 +22,7 @@ if not gdn.has_cuda:
 from gdn_cases import *  # noqa: E402,F401,F403  (the shared test cases)
 from gdn_cases import (  # noqa: E402
     ConvProblem, Problem, bits_equal, conv_verify_args, expect_error, fold_args, fold_conv_args,
-    fwd_args, rel_err, reference, verify_args)
+    fwd_args, needs_custom_ops, rel_err, reference, verify_args)
 
 
 @pytest.fixture
@@ -257,3 +259,61 @@ def test_lazy_decode_loop_in_a_cuda_graph():
     torch.cuda.synchronize()
     assert bits_equal(state_l, state_e), "flushed states != eager states"
     assert int(ledger[:, 0].abs().sum()) == 0
+
+
+@needs_custom_ops
+def test_compiled_verify_and_fold_in_a_cuda_graph():
+    """A module that calls torch.ops.gdn.recurrence_verify_ring and state_fold compiles with
+    torch.compile(fullgraph=True) (no graph break), runs, is captured in a CUDA graph and
+    replayed over new inputs and acceptances: out, ring and state equal the eager
+    functions', bit for bit, every step."""
+    import gdn.ops
+    lengths = [4, 3, 4]
+    base = Problem("cuda", lengths=lengths, seed=7)
+    cfg = base.cfg
+    head = gdn.ops.head_of(cfg)
+
+    class Step(torch.nn.Module):
+        def forward(self, qkv, decay, beta, off, slots, state, out, ring_slots, ring, rows,
+                    accepted):
+            torch.ops.gdn.recurrence_verify_ring(head, qkv, decay, beta, off, slots, state, out,
+                                                 ring_slots, ring)
+            torch.ops.gdn.state_fold(head, rows, state, rows, ring, accepted)
+
+    compiled = torch.compile(Step(), fullgraph=True)
+    qkv, decay, beta, off, slots = base.inputs()
+    rows = base.idx([base.slots])
+    state_c, state_e = base.state(), base.state()
+    out_c, out_e = base.out(), base.out()
+    ring_c, ring_e = base.ring(4, rows=len(base.state0)), base.ring(4, rows=len(base.state0))
+    accepted = base.idx([2, 1, 4])
+
+    def eager():
+        gdn.recurrence_verify_ring(cfg, qkv, decay, beta, off, slots, state_e, out_e, slots,
+                                   ring_e)
+        gdn.state_fold(cfg, rows, state_e, rows, ring_e, accepted)
+
+    def same(what):
+        torch.cuda.synchronize()
+        for name, c, e in (("out", out_c, out_e), ("ring", ring_c, ring_e),
+                           ("state", state_c, state_e)):
+            assert bits_equal(c, e), f"{what}: {name}"
+
+    compiled(qkv, decay, beta, off, slots, state_c, out_c, slots, ring_c, rows, accepted)
+    eager()
+    same("compiled call")
+    capture_stream = torch.cuda.Stream()
+    gdn.prepare_stream(capture_stream)
+    torch.cuda.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph, stream=capture_stream):
+        compiled(qkv, decay, beta, off, slots, state_c, out_c, slots, ring_c, rows, accepted)
+    for step in range(4):
+        p = Problem("cuda", lengths=lengths, seed=300 + step)
+        qkv.copy_(p.qkv)
+        decay.copy_(p.decay)
+        beta.copy_(p.beta)
+        accepted.copy_(base.idx([1 + (step + b) % n for b, n in enumerate(lengths)]))
+        graph.replay()
+        eager()
+        same(f"replay {step}")
