@@ -2,9 +2,10 @@
 #define GDN_IMPL_CONV_LAUNCH_HPP
 
 /// \file conv_launch.hpp
-/// \brief The compiled entry points behind the conv1d calls (declarations,
-/// parameter structs and their explicit instantiation list). The conv part
-/// of `state_fold` runs in the fold kernel (fold_kernel.hpp).
+/// \brief The compiled entry points behind the conv1d calls: declarations
+/// and their explicit instantiation list (the parameter structs are in
+/// conv_params.hpp). The conv part of `state_fold` runs in the fold kernel
+/// (fold_kernel.hpp).
 ///
 /// Defined in conv_launch_impl.hpp, which only src/ includes, and
 /// instantiated in src/eti_conv_*.cpp for each enabled execution space,
@@ -13,7 +14,7 @@
 #include <gdn/bf16.hpp>
 #include <gdn/config.hpp>
 #include <gdn/conv_inputs.hpp>
-#include <gdn/impl/params.hpp>
+#include <gdn/impl/conv_params.hpp>
 
 #include <Kokkos_Core.hpp>
 
@@ -21,26 +22,6 @@
 
 namespace gdn {
 namespace Impl {
-
-template <class T, class M>
-using ConvPool = Kokkos::View<T***, Kokkos::LayoutRight, M>;  // conv state or conv ring
-template <class Y, class M>
-using ConvOut = Kokkos::View<Y**, Kokkos::LayoutStride, M>;  // [tokens, conv_dim]
-
-/// Everything the conv forward / verify kernel reads and writes.
-template <class T, class Y, class M>
-struct ConvParams {
-  ConvInputs<M, T> in;      // qkv [tokens, conv_dim], weight [conv_dim, W], bias, offsets [B+1]
-  IndexView<M> slots;       // [B]
-  ConvPool<T, M> state;     // [slots, conv_dim, W-1]
-  ConvOut<Y, M> out;        // [tokens, conv_dim]
-  IndexView<M> ring_slots;  // [B] (verify)
-  ConvPool<T, M> ring;      // [ring_rows, RING_LEN, >= conv_dim] (verify; lazy: the history)
-  LedgerView<M> ledger;     // [ring_rows, words] (lazy verify)
-  int conv_dim = 0;
-  int ring_len = 0;  // RING_LEN (verify; lazy: the capacity), 0 for the forward
-  bool has_bias = false;
-};
 
 /// conv1d_fwd, conv1d_verify_ring and conv1d_verify_lazy for one (execution space, activation
 /// type, output type).
