@@ -2,7 +2,7 @@
 # Everything the GPU machine does, in one command (the device tool runs it in
 # the repository root with the patched Kokkos tarball, and any --baseline
 # tarballs, carried in .deps/):
-#   bash scripts/gpu_run.sh [--bench REGEX] [--tests] [--baseline [NAME=]TARBALL ...] [--sanitize] [--ncu REGEX]
+#   bash scripts/gpu_run.sh [--bench REGEX] [--tests] [--baseline [NAME=]TARBALL ...] [--fla TARBALL] [--sanitize] [--ncu REGEX]
 # Steps run in this order, each logged under $OUT (default ./out):
 #   --tests        ctest -L cuda -LE python (CUDA test suite + install consumer)
 #   --python       also build the Python module (the interpreter: GDN_PYTHON, else the
@@ -31,6 +31,10 @@
 #                  this tree bracket the baselines, so a drift of the machine
 #                  shows as a difference between them. perf/ab.py then
 #                  tabulates all runs against the first baseline -> ab.txt
+#   --fla F        with --bench: unpack the tarball F (a snapshot of fla, flash-linear-attention,
+#                  with its fla/ package at its top or one folder down) and run
+#                  perf/fla_anchor.py with python3 after the benches: fla's kernels on the
+#                  bench's shapes -> fla.json, fla.txt (docs/performance.md's anchors)
 #   --ncu RE       ncu (clocks untouched) on the first gdn kernel of the first
 #                  benchmark matching RE (GDN_NCU_KERNEL: kernel regex) ->
 #                  ncu_details.txt, ncu_source_sass.csv.gz; given again, the
@@ -58,7 +62,7 @@ on_exit() {
   fi
 }
 trap on_exit EXIT
-do_tests=0 do_san=0 do_py=0 bench=""
+do_tests=0 do_san=0 do_py=0 bench="" fla=""
 baselines=() ncu_res=()  # baselines: NAME=TARBALL, in the order given
 add_baseline() {  # [NAME=]TARBALL (an argument that names a file is a tarball, '=' or not)
   local name=baseline f=$1 b
@@ -79,6 +83,7 @@ while [ $# -gt 0 ]; do
     --sanitize) do_san=1 ;;
     --bench) bench=$2; shift ;;
     --baseline) add_baseline "$2"; shift ;;
+    --fla) fla=$2; [ -f "$fla" ] || { log "--fla $fla: no such file"; exit 2; }; shift ;;
     --ncu) ncu_res+=("$2"); shift ;;
     *) log "unknown option $1"; exit 2 ;;
   esac
@@ -216,6 +221,15 @@ if [ -n "$bench" ]; then
     python3 "$GDN_ROOT/perf/ab.py" "${runs[@]}" --field time_us --frac --ref "${built[0]%%=*}" \
       > "$OUT/ab.txt" 2>&1 || say "perf/ab.py failed (ab.txt)"
     tee -a "$OUT/summary.txt" < "$OUT/ab.txt"
+  fi
+  if [ -n "$fla" ]; then
+    fla_src=$GDN_ROOT/build/fla-src
+    rm -rf "$fla_src" && mkdir -p "$fla_src" && tar xzf "$fla" -C "$fla_src"
+    fla_root=$(dirname "$(find "$fla_src" -maxdepth 2 -type d -name fla | head -1)")
+    say "fla anchors (perf/fla_anchor.py, fla from $fla)"
+    PYTHONPATH=$fla_root python3 "$GDN_ROOT/perf/fla_anchor.py" --out "$OUT/fla.json" \
+      > "$OUT/fla.txt" 2>&1 || say "perf/fla_anchor.py failed (fla.txt)"
+    tee -a "$OUT/summary.txt" < "$OUT/fla.txt"
   fi
   "$dir/perf/gdn_launch_probe" > "$OUT/launch_probe.txt" 2>&1 || say "gdn_launch_probe failed"
   grep -E 'fenced' "$OUT/launch_probe.txt" | tee -a "$OUT/summary.txt" || true
