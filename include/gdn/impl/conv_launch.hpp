@@ -2,21 +2,21 @@
 #define GDN_IMPL_CONV_LAUNCH_HPP
 
 /// \file conv_launch.hpp
-/// \brief The compiled entry points behind the conv1d calls: declarations
-/// and their explicit instantiation list (the parameter structs are in
-/// conv_params.hpp). The conv part of `state_fold` runs in the fold kernel
-/// (fold_kernel.hpp).
+/// \brief The compiled entry points behind the conv1d calls: ConvLauncher's
+/// declarations and the list of its explicit instantiations.
 ///
-/// Defined in conv_launch_impl.hpp, which only src/ includes, and
-/// instantiated in src/eti_conv_*.cpp for each enabled execution space,
-/// activation type (float, bf16) and output type (float, bf16).
+/// - `fwd`: conv1d_fwd; `verify`: conv1d_verify_ring; `verify_lazy`:
+///   conv1d_verify_lazy (conv1d.hpp). Each validates on the host, packs a
+///   ConvParams (conv_params.hpp) and launches ConvKernel (conv_kernel.hpp).
+/// - The conv part of `state_fold` and `state_flush` runs in the fold kernel
+///   (fold_kernel.hpp), which calls the conv kernel's commit routine.
+/// - Defined in conv_launch_impl.hpp, which only src/ includes; instantiated in
+///   src/eti_conv_*.cpp for each enabled execution space, activation type
+///   (float, bf16) and output type (float, bf16).
 
 #include <gdn/bf16.hpp>
 #include <gdn/config.hpp>
-#include <gdn/conv_inputs.hpp>
-#include <gdn/impl/conv_params.hpp>
-
-#include <Kokkos_Core.hpp>
+#include <gdn/impl/conv_params.hpp>  // ConvInputs, the conv pools, the index views
 
 #include <cstddef>
 
