@@ -43,9 +43,13 @@ def import_fla_kernels():
     if spec is None or not spec.submodule_search_locations:
         raise ImportError("fla is not on PYTHONPATH (a checkout of flash-linear-attention)")
     root = list(spec.submodule_search_locations)[0]
+    with open(os.path.join(root, "__init__.py"), encoding="utf-8") as f:
+        version = next((line.split("=")[1].strip().strip("\"'") for line in f
+                        if line.startswith("__version__")), "unknown")
     for name in ("fla", "fla.ops", "fla.modules"):
         pkg = types.ModuleType(name)
         pkg.__path__ = [os.path.join(root, *name.split(".")[1:])]
+        pkg.__version__ = version
         sys.modules[name] = pkg
     try:
         import einops  # noqa: F401

@@ -198,10 +198,7 @@ void ConvLauncher<ExecSpace, T, Y>::verify(const ExecSpace& space, const HeadCon
   const std::size_t batch = state_slots.extent(0);
   const int width = check_conv_call(c, cfg, in, batch, conv_state, out);
   const std::size_t tokens = in.qkv.extent(0);
-  if (!(ring_slots.extent(0) == batch)) {
-    c.fail("ring_slots", "extent(0) == B = " + to_str(batch) + " (state_slots.extent(0))",
-           "extent(0) = " + to_str(ring_slots.extent(0)));
-  }
+  check_ring_slots(c, ring_slots, batch);
   check_conv_ring(c, "conv_ring", cfg.conv_dim(), conv_ring, batch > 0);
   check_league(c, "state_slots", conv_league_bound(cfg, batch));
   if (index_checking_enabled()) {
@@ -246,14 +243,8 @@ void ConvLauncher<ExecSpace, T, Y>::verify_lazy(
   if (index_checking_enabled()) {
     // As the recurrent lazy verify: every row with tokens fits the history and
     // owns its conv state row and history row.
-    const RowRoles r = row_roles(c, space, in.row_offsets, tokens, state_slots, &ring_slots,
-                                 capacity);
-    for (std::size_t b = 0; b < r.used.size(); ++b) {
-      if (r.commit[b]) {
-        c.fail("lazy.history", "capacity = extent(2) >= the length of every row",
-               "capacity " + to_str(capacity) + ", a longer row: row " + to_str(b));
-      }
-    }
+    const RowRoles r =
+        check_lazy_rows(c, space, in.row_offsets, tokens, state_slots, ring_slots, capacity);
     check_rows(c, "state_slots", "conv_state.extent(0)", r.slots, r.used, r.used,
                conv_state.extent(0), 0, "conv state row");
     check_rows(c, "ring_slots", "conv_history.extent(0)", r.ring_slots, r.used, r.used,

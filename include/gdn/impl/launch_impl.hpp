@@ -221,9 +221,6 @@ void VerifyLauncher<ExecSpace, ActT, StateT, RingT>::run(
   run_verify(space, cfg, in, state_slots, state, out, ring_slots, ring);
 }
 
-/// The conv pools of a state_fold call against the head geometry and the
-/// recurrent ring's RING_LEN; returns W.
-
 /// Index checking mode of the fold: every active (layer, b) entry (0 < n <=
 /// RING_LEN, no padding row in either table) writes its state row (and conv
 /// state row), so those must all differ; ring rows are only read.

@@ -28,16 +28,7 @@ void check_lazy_verify_indices(const ArgCheck& c, const ExecSpace& space,
                                const IndexView<M>& slots, std::size_t pool_rows,
                                const IndexView<M>& ring_slots, std::size_t history_rows,
                                std::size_t capacity, const Ledger<M>& ledger) {
-  const RowRoles r = row_roles(c, space, offsets, tokens, slots, &ring_slots, capacity);
-  for (std::size_t b = 0; b < r.used.size(); ++b) {
-    if (r.commit[b]) {
-      const std::vector<std::uint32_t> off = host_copy_1d(offsets);
-      c.fail("lazy.history",
-             "capacity = extent(2) >= the length of every row (a history holds a whole window)",
-             "capacity " + to_str(capacity) + ", row " + to_str(b) + " of " +
-                 to_str(off[b + 1] - off[b]) + " tokens");
-    }
-  }
+  const RowRoles r = check_lazy_rows(c, space, offsets, tokens, slots, ring_slots, capacity);
   check_rows(c, "state_slots", "state.extent(0)", r.slots, r.used, r.used, pool_rows, 0,
              "pool row");
   check_rows(c, "ring_slots", "lazy.history.extent(0)", r.ring_slots, r.used, r.used,
@@ -210,10 +201,7 @@ void LedgerLauncher<ExecSpace>::accept(const ExecSpace& space, const IndexTable<
   const ArgCheck c("gdn::lazy_accept");
   check_ledger(c, ledger, history_rows, capacity);
   const std::size_t layers = ring_rows.extent(0), batch = num_accepted.extent(0);
-  if (!(ring_rows.extent(1) == batch)) {
-    c.fail("ring_rows", "shape [L, B] with B = num_accepted.extent(0) = " + to_str(batch),
-           "shape " + extents_str(ring_rows));
-  }
+  check_table_batch(c, "ring_rows", ring_rows, num_accepted);
   check_league(c, "ring_rows", static_cast<long long>(layers * batch));
   if (index_checking_enabled()) {
     const std::vector<std::uint32_t> na = host_copy_1d(num_accepted);
@@ -239,6 +227,35 @@ void LedgerLauncher<ExecSpace>::drop(const ExecSpace& space, const IndexTable<M>
                 LedgerClear<ExecSpace>{ledger, ring_rows, IndexTable<M>(), static_cast<int>(batch)});
 }
 
+/// Index checking mode of a flush: every entry without padding clears its
+/// ledger row (check_ledger_rows); one with pending records also writes its
+/// state row (and conv state row), so those must be in range and differ.
+template <class ExecSpace, class M>
+void check_flush_indices(const ArgCheck& c, const ExecSpace& space,
+                         const IndexTable<M>& state_rows, const IndexTable<M>& ring_rows,
+                         const Ledger<M>& ledger, std::size_t capacity, std::size_t pool_rows,
+                         const ConvFoldWords<M>& conv) {
+  const std::size_t batch = state_rows.extent(1);
+  const std::vector<std::uint32_t> sr = host_copy_2d(state_rows);
+  std::vector<char> entry(sr.size());
+  for (std::size_t e = 0; e < sr.size(); ++e) entry[e] = sr[e] != pad_slot;
+  const std::vector<std::uint32_t> rr =
+      check_ledger_rows(c, space, ring_rows, ledger, capacity, &entry);
+  const std::vector<std::uint32_t> lw = host_copy_2d(ledger);
+  std::vector<char> writes(sr.size());
+  for (std::size_t e = 0; e < sr.size(); ++e) {
+    writes[e] = entry[e] && rr[e] != pad_slot && lw[std::size_t(rr[e]) * ledger.extent(1)] > 0;
+  }
+  check_rows(c, "state_rows", "state.extent(0)", sr, writes, writes, pool_rows, batch,
+             "pool row");
+  if (conv.word_bytes != 0) {
+    conv.visit([&](const auto& conv_state, const auto&) {
+      check_rows(c, "state_rows", "conv.conv_state.extent(0)", sr, writes, writes,
+                 conv_state.extent(0), batch, "conv state row");
+    });
+  }
+}
+
 template <class ExecSpace, class StateT, class RingT>
 void FlushLauncher<ExecSpace, StateT, RingT>::flush(
     const ExecSpace& space, const HeadConfig& cfg, const IndexTable<M>& state_rows,
@@ -248,12 +265,7 @@ void FlushLauncher<ExecSpace, StateT, RingT>::flush(
   const ArgCheck c("gdn::state_flush");
   check_heads(c, cfg);
   const std::size_t layers = state_rows.extent(0), batch = state_rows.extent(1);
-  if (!(ring_rows.extent(0) == layers && ring_rows.extent(1) == batch)) {
-    c.fail(
-        "ring_rows",
-        "shape [L, B] = [" + to_str(layers) + ", " + to_str(batch) + "] (the shape of state_rows)",
-        "shape " + extents_str(ring_rows));
-  }
+  check_ring_rows_table(c, state_rows, ring_rows);
   const bool any = layers * batch > 0;
   check_state(c, cfg, state, any);
   check_ring(c, cfg, history, any, "lazy.history");
@@ -261,41 +273,13 @@ void FlushLauncher<ExecSpace, StateT, RingT>::flush(
   const std::size_t capacity = history.extent(2);
   const bool with_conv = conv.word_bytes != 0;
   const int width = with_conv ? check_conv_fold(c, cfg, conv, capacity, any) : 0;
-  if (with_conv) {
-    conv.visit([&](const auto&, const auto& conv_ring) {
-      if (!(conv_ring.extent(0) == history.extent(0))) {
-        c.fail("conv.conv_ring",
-               "the conv history: extent(0) == ring_rows = " + to_str(history.extent(0)) +
-                   " (lazy.history.extent(0))",
-               "shape " + extents_str(conv_ring));
-      }
-    });
-  }
+  if (with_conv) check_conv_history_rows(c, conv, history.extent(0));
   long long conv_items = 0;
   const long long items = lazy_fold_items<ExecSpace, StateT, RingT>(
       cfg, layers, batch, with_conv ? &conv_items : nullptr);
   check_league(c, "state_rows", items + conv_items);
   if (index_checking_enabled()) {
-    // Every entry without padding clears its ledger row; one with pending
-    // records also writes its state row (and conv state row).
-    const std::vector<std::uint32_t> sr = host_copy_2d(state_rows);
-    std::vector<char> entry(sr.size());
-    for (std::size_t e = 0; e < sr.size(); ++e) entry[e] = sr[e] != pad_slot;
-    const std::vector<std::uint32_t> rr =
-        check_ledger_rows(c, space, ring_rows, ledger, capacity, &entry);
-    const std::vector<std::uint32_t> lw = host_copy_2d(ledger);
-    std::vector<char> writes(sr.size());
-    for (std::size_t e = 0; e < sr.size(); ++e) {
-      writes[e] = entry[e] && rr[e] != pad_slot && lw[std::size_t(rr[e]) * ledger.extent(1)] > 0;
-    }
-    check_rows(c, "state_rows", "state.extent(0)", sr, writes, writes, state.extent(0), batch,
-               "pool row");
-    if (with_conv) {
-      conv.visit([&](const auto& conv_state, const auto&) {
-        check_rows(c, "state_rows", "conv.conv_state.extent(0)", sr, writes, writes,
-                   conv_state.extent(0), batch, "conv state row");
-      });
-    }
+    check_flush_indices(c, space, state_rows, ring_rows, ledger, capacity, state.extent(0), conv);
   }
   launch_lazy_fold(
       "gdn::state_flush::kernel", space, cfg,

@@ -84,19 +84,21 @@ inline void check_heads(const ArgCheck& c, const HeadConfig& cfg) {
   }
 }
 
-/// The work items of one launch (B x value heads x column tiles, times the
-/// layers in the fold): at most INT_MAX / 2, so that the kernels' `item +
-/// stride` (an item below the count plus at most the count) stays an int.
-/// The fold's tables: state_rows and ring_rows [L, B] with B = num_accepted.extent(0).
+/// An [L, B] table `argument` whose B is num_accepted's.
 template <class Table, class Index>
-void check_fold_tables(const ArgCheck& c, const Table& state_rows, const Table& ring_rows,
+void check_table_batch(const ArgCheck& c, const char* argument, const Table& table,
                        const Index& num_accepted) {
-  const std::size_t layers = state_rows.extent(0);
   const std::size_t batch = num_accepted.extent(0);
-  if (!(state_rows.extent(1) == batch)) {
-    c.fail("state_rows", "shape [L, B] with B = num_accepted.extent(0) = " + to_str(batch),
-           "shape " + extents_str(state_rows));
+  if (!(table.extent(1) == batch)) {
+    c.fail(argument, "shape [L, B] with B = num_accepted.extent(0) = " + to_str(batch),
+           "shape " + extents_str(table));
   }
+}
+
+/// The [L, B] table ring_rows of a fold or flush: the shape of state_rows.
+template <class Table>
+void check_ring_rows_table(const ArgCheck& c, const Table& state_rows, const Table& ring_rows) {
+  const std::size_t layers = state_rows.extent(0), batch = state_rows.extent(1);
   if (!(ring_rows.extent(0) == layers && ring_rows.extent(1) == batch)) {
     c.fail(
         "ring_rows",
@@ -105,6 +107,17 @@ void check_fold_tables(const ArgCheck& c, const Table& state_rows, const Table& 
   }
 }
 
+/// The fold's tables: state_rows and ring_rows [L, B] with B = num_accepted.extent(0).
+template <class Table, class Index>
+void check_fold_tables(const ArgCheck& c, const Table& state_rows, const Table& ring_rows,
+                       const Index& num_accepted) {
+  check_table_batch(c, "state_rows", state_rows, num_accepted);
+  check_ring_rows_table(c, state_rows, ring_rows);
+}
+
+/// The work items of one launch (B x value heads x column tiles, times the
+/// layers in the fold): at most INT_MAX / 2, so that the kernels' `item +
+/// stride` (an item below the count plus at most the count) stays an int.
 inline void check_league(const ArgCheck& c, const char* argument, long long league) {
   if (!(league <= INT_MAX / 2)) {
     c.fail(argument,
@@ -472,7 +485,7 @@ void check_conv_ring(const ArgCheck& c, const char* argument, long conv_dim, con
   }
 }
 
-/// The conv pools of a `state_fold` call (a ConvFoldWords of params.hpp,
+/// The conv pools of a `state_fold` call (a ConvFoldWords of conv_params.hpp,
 /// any class with its `visit`): W from the conv state's shape, both pools'
 /// shapes, RING_LEN that of the recurrent ring. Returns W.
 template <class Conv>
@@ -496,6 +509,39 @@ int check_conv_fold(const ArgCheck& c, const HeadConfig& cfg, const Conv& conv,
     }
   });
   return width;
+}
+
+/// Index checking mode of a lazy verify, recurrent or conv: every row with
+/// tokens fits the history (a longer row is an error here; without the
+/// checking mode the verify commits it). Returns the rows' roles (row_roles).
+template <class ExecSpace, class Index>
+RowRoles check_lazy_rows(const ArgCheck& c, const ExecSpace& space, const Index& offsets,
+                         std::size_t tokens, const Index& slots, const Index& ring_slots,
+                         std::size_t capacity) {
+  const RowRoles r = row_roles(c, space, offsets, tokens, slots, &ring_slots, capacity);
+  for (std::size_t b = 0; b < r.used.size(); ++b) {
+    if (r.commit[b]) {
+      const std::vector<std::uint32_t> off = host_copy_1d(offsets);
+      c.fail("lazy.history",
+             "capacity = extent(2) >= the length of every row (a history holds a whole window)",
+             "capacity " + to_str(capacity) + ", row " + to_str(b) + " of " +
+                 to_str(off[b + 1] - off[b]) + " tokens");
+    }
+  }
+  return r;
+}
+
+/// The conv history of a flush against the lazy ring: a row per history row.
+template <class Conv>
+void check_conv_history_rows(const ArgCheck& c, const Conv& conv, std::size_t history_rows) {
+  conv.visit([&](const auto&, const auto& conv_history) {
+    if (!(conv_history.extent(0) == history_rows)) {
+      c.fail("conv.conv_ring",
+             "the conv history: extent(0) == ring_rows = " + to_str(history_rows) +
+                 " (lazy.history.extent(0))",
+             "shape " + extents_str(conv_history));
+    }
+  });
 }
 
 }  // namespace Impl
