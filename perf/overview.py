@@ -6,8 +6,9 @@ usage: perf/overview.py --gdn BENCH.json [--release NAME=BENCH.json] [--fla FLA.
 
 One row per call and state type at Qwen3-Next's layer (D128) and B = 256 (prefill: B x T
 prompts): gdn's fenced time (BENCH.json, gdn_bench) and its fraction of the case's
-roofline, the same for an earlier release built and run in the same device call
-(--release, gpu_run.sh --baseline) and for fla's kernel of the same job where fla has
+roofline, the same for an earlier release (--release: its gdn_bench JSON, best from
+the same device call, gpu_run.sh --baseline; the line above the table says when it
+was measured) and for fla's kernel of the same job where fla has
 one (--fla, perf/fla_anchor.py; its fraction of the same roofline). The roofline is
 max(bytes / copy_bw, flops / fp32_peak) with the case's bytes and FLOPs and the copy
 bandwidth and FP32 peak measured in the same run (perf/render.py). The table goes into
@@ -161,6 +162,14 @@ def main():
     intro = (f"{ctx.get('device', '?')}, measured {str(ctx.get('date', '?'))[:10]}; in the "
              f"same run copy_bw {float(ctx['copy_bw']) / 1e12:.2f} TB/s and fp32_peak "
              f"{float(ctx['fp32_peak']) / 1e12:.1f} TFLOP/s.")
+    if release:
+        rctx = release[1][0]
+        rdate = str(rctx.get("date", "?"))
+        same = rdate[:13] == str(ctx.get("date", ""))[:13]
+        intro += (f" {release[0]}: {rctx.get('device', '?')}, "
+                  + ("the same device call" if same else f"measured {rdate[:16].replace('T', ' ')} "
+                     "UTC in another device call")
+                  + f", copy_bw {float(rctx['copy_bw']) / 1e12:.2f} TB/s.")
     with open(args.page, encoding="utf-8") as f:
         page = f.read()
     page = replace_block(page, [intro, ""] + lines)

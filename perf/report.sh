@@ -1,14 +1,18 @@
 #!/usr/bin/env bash
 # Regenerate everything docs/performance.md shows from the benchmark JSON files:
 #   bash perf/report.sh [DIR [PAGE]]
-# DIR defaults to docs/perf, PAGE to docs/performance.md. For every
-# DIR/bench_NAME.json (bench_cuda.json from scripts/gpu_run.sh --bench,
-# bench_openmp.json from perf/run.sh):
-#   DIR/bench_NAME.md          every case (perf/render.py)
-#   PAGE                       the short tables between the markers of
-#                              bench_NAME.json (perf/render.py --summary)
-#   DIR/NAME_time_vs_T.png     the plots (perf/plot.py)
-#   DIR/NAME_time_vs_B.png
+# DIR defaults to docs/perf, PAGE to docs/performance.md.
+#   - From DIR/bench_cuda.json (scripts/gpu_run.sh --bench), DIR/release_*.json (an
+#     earlier release's bench_NAME.json of the same kind of run) and DIR/fla.json
+#     (perf/fla_anchor.py): the first screen, PAGE's table between the overview
+#     markers and DIR/overview.png (perf/overview.py).
+#   - For every DIR/bench_NAME.json:
+#       DIR/bench_NAME.md          every case (perf/render.py)
+#       PAGE                       the short tables between the markers of
+#                                  bench_NAME.json (perf/render.py --summary;
+#                                  not for bench_cuda.json, shown by the overview)
+#   - For DIR/bench_openmp.json (perf/run.sh), the CPU plots
+#     DIR/openmp_time_vs_{T,B}.png (perf/plot.py).
 # Installs python3-matplotlib (Debian) when missing; needs no build and no GPU.
 source "$(dirname "$0")/../scripts/lib.sh"
 
@@ -25,10 +29,26 @@ fi
 shopt -s nullglob
 files=("$dir"/bench_*.json)
 [ ${#files[@]} -gt 0 ] || { log "no bench_*.json in $dir"; exit 1; }
+if [ -f "$dir/bench_cuda.json" ]; then
+  args=(--gdn "$dir/bench_cuda.json")
+  for r in "$dir"/release_*.json; do
+    n=$(basename "$r" .json)
+    args+=(--release "${n#release_}=$r")
+    break  # one release column
+  done
+  [ -f "$dir/fla.json" ] && args+=(--fla "$dir/fla.json")
+  "$py" "$GDN_ROOT/perf/overview.py" "${args[@]}" "$page" "$dir/overview.png"
+  log "${args[*]} -> the overview in $page, $dir/overview.png"
+fi
 for json in "${files[@]}"; do
   name=$(basename "$json" .json)
   "$py" "$GDN_ROOT/perf/render.py" "$json" "$dir/$name.md"
-  "$py" "$GDN_ROOT/perf/render.py" --summary "$json" "$page"
-  "$py" "$GDN_ROOT/perf/plot.py" "$json" "$dir" >/dev/null
-  log "$json -> $dir/$name.md, $dir/${name#bench_}_time_vs_{T,B}.png, tables in $page"
+  if [ "$name" != bench_cuda ]; then  # bench_cuda.json's short tables: the overview
+    "$py" "$GDN_ROOT/perf/render.py" --summary "$json" "$page"
+  fi
+  log "$json -> $dir/$name.md$([ "$name" != bench_cuda ] && echo ", tables in $page")"
 done
+if [ -f "$dir/bench_openmp.json" ]; then
+  "$py" "$GDN_ROOT/perf/plot.py" "$dir/bench_openmp.json" "$dir" >/dev/null
+  log "$dir/bench_openmp.json -> $dir/openmp_time_vs_{T,B}.png"
+fi
