@@ -277,11 +277,12 @@ Index make_index(const std::vector<std::uint32_t>& v) {
   return d;
 }
 
-Table make_table(int rows, int cols) {  // entry (l, b) = l * cols + b
+// entry (l, b) = (first_row + l) * cols + b
+Table make_table(int rows, int cols, int first_row = 0) {
   Table d("gdn_bench::table", rows, cols);
   auto h = Kokkos::create_mirror_view(d);
   for (int l = 0; l < rows; ++l)
-    for (int b = 0; b < cols; ++b) h(l, b) = static_cast<std::uint32_t>(l * cols + b);
+    for (int b = 0; b < cols; ++b) h(l, b) = static_cast<std::uint32_t>((first_row + l) * cols + b);
   Kokkos::deep_copy(d, h);
   return d;
 }
@@ -673,7 +674,17 @@ void run_step(benchmark::State& st, const Case& c, const Settings& s) {
   Pool<float> ring("gdn_bench::ring", rows, kNumKeyHeads, positions, c.record_stride());
   Kokkos::View<std::uint32_t**, Kokkos::LayoutRight, Mem> ledger(
       "gdn_bench::ledger", c.lazy ? rows : 0, (positions + 31) / 32 + 1);
-  const Table table = make_table(L, B);  // rows of layer l: l * B + b (state and ring)
+  // Layer l's rows l * B + b (state and ring), as a [B] index and a [1, B] table of their own:
+  // views of the default layout, which every gdn release accepts (a subview of one [L, B]
+  // table is strided on CUDA).
+  std::vector<Index> layer_rows;
+  std::vector<Table> layer_tables;
+  for (int l = 0; l < L; ++l) {
+    std::vector<std::uint32_t> v(B);
+    for (int b = 0; b < B; ++b) v[b] = static_cast<std::uint32_t>(l * B + b);
+    layer_rows.push_back(make_index(v));
+    layer_tables.push_back(make_table(1, B, l));
+  }
   std::vector<Index> accepted;
   std::uint64_t x = 0x9e3779b97f4a7c15ull;
   for (int k = 0; k < 16; ++k) {
@@ -694,20 +705,18 @@ void run_step(benchmark::State& st, const Case& c, const Settings& s) {
     t = time_calls(s, [&] {
       const int l = static_cast<int>(call % L);
       const Index& acc = accepted[static_cast<std::size_t>(call++ % 16)];
-      const auto layer_rows = Kokkos::subview(table, l, Kokkos::ALL);
-      const auto layer_table = Kokkos::subview(table, std::make_pair(l, l + 1), Kokkos::ALL);
+      const Index& rows_l = layer_rows[static_cast<std::size_t>(l)];
+      const Table& table_l = layer_tables[static_cast<std::size_t>(l)];
 #if GDN_BENCH_LAZY
       if (c.lazy) {
         const gdn::LazyRing<Mem, float> lazy{ring, ledger};
-        gdn::recurrence_verify_lazy(space, cfg, tok.in, layer_rows, state, tok.out, layer_rows,
-                                    lazy);
-        gdn::lazy_accept(space, layer_table, lazy, acc);
+        gdn::recurrence_verify_lazy(space, cfg, tok.in, rows_l, state, tok.out, rows_l, lazy);
+        gdn::lazy_accept(space, table_l, lazy, acc);
         return;
       }
 #endif
-      gdn::recurrence_verify_ring(space, cfg, tok.in, layer_rows, state, tok.out, layer_rows,
-                                  ring);
-      gdn::state_fold(space, cfg, layer_table, state, layer_table, ring, acc);
+      gdn::recurrence_verify_ring(space, cfg, tok.in, rows_l, state, tok.out, rows_l, ring);
+      gdn::state_fold(space, cfg, table_l, state, table_l, ring, acc);
     });
     st.SetIterationTime(t.median);
   }

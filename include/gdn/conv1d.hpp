@@ -55,16 +55,14 @@ struct ConvOutTraits {
 };
 }  // namespace Impl
 
-/// The compile-time checks of a conv verify (FN: its name; RING: the name of
-/// its ring argument): the index views, the conv state, out and the ring.
-#define GDN_IMPL_CONV_VERIFY_STATIC_CHECKS(FN, RING, ExecSpace, T, SlotsView, ConvStateView,      \
-                                           OutView, RingSlotsView, ConvRingView)                \
+/// The compile-time checks of a conv call (FN: its name): the execution
+/// space, the activation type, state_slots, the conv state and out.
+#define GDN_IMPL_CONV_STATIC_CHECKS(FN, ExecSpace, T, SlotsView, ConvStateView, OutView)          \
   static_assert(Kokkos::is_execution_space<ExecSpace>::value,                                  \
                 FN ": the first argument must be a Kokkos execution space instance");          \
   static_assert(Impl::IsStorageType<T>::value,                                                 \
                 FN ": inputs.qkv value type must be float or gdn::bf16");                      \
   GDN_IMPL_STATIC_ASSERT_INDEX_VIEW(FN, "state_slots", 1, "[B]", ExecSpace, SlotsView);         \
-  GDN_IMPL_STATIC_ASSERT_INDEX_VIEW(FN, "ring_slots", 1, "[B]", ExecSpace, RingSlotsView);      \
   static_assert(Kokkos::is_view<ConvStateView>::value, FN ": conv_state must be a Kokkos::View"); \
   static_assert(Impl::ConvPoolTraits<ExecSpace, ConvStateView>::rank_ok,                       \
                 FN ": conv_state must have rank 3 [slots, conv_dim, W-1]");                    \
@@ -81,7 +79,14 @@ struct ConvOutTraits {
   static_assert(Impl::ConvOutTraits<ExecSpace, OutView>::type_ok,                              \
                 FN ": out value type must be (non-const) float or gdn::bf16");                 \
   static_assert(Impl::ConvOutTraits<ExecSpace, OutView>::space_ok,                             \
-                FN ": out must live in ExecSpace::memory_space");                              \
+                FN ": out must live in ExecSpace::memory_space")
+
+/// The compile-time checks of a conv verify (FN: its name; RING: the name of
+/// its ring argument): those of a conv call, ring_slots and the ring.
+#define GDN_IMPL_CONV_VERIFY_STATIC_CHECKS(FN, RING, ExecSpace, T, SlotsView, ConvStateView,      \
+                                           OutView, RingSlotsView, ConvRingView)                \
+  GDN_IMPL_CONV_STATIC_CHECKS(FN, ExecSpace, T, SlotsView, ConvStateView, OutView);             \
+  GDN_IMPL_STATIC_ASSERT_INDEX_VIEW(FN, "ring_slots", 1, "[B]", ExecSpace, RingSlotsView);      \
   static_assert(Kokkos::is_view<ConvRingView>::value, FN ": " RING " must be a Kokkos::View");  \
   static_assert(Impl::ConvPoolTraits<ExecSpace, ConvRingView>::rank_ok,                        \
                 FN ": " RING " must have rank 3 [ring_rows, positions, conv_dim]");            \
@@ -117,27 +122,8 @@ void conv1d_fwd(const ExecSpace& space, const HeadConfig& cfg,
                 const ConvInputs<typename ExecSpace::memory_space, T>& inputs,
                 const SlotsView& state_slots, const ConvStateView& conv_state, const OutView& out) {
   using M = typename ExecSpace::memory_space;
-  static_assert(Kokkos::is_execution_space<ExecSpace>::value,
-                "gdn::conv1d_fwd: the first argument must be a Kokkos execution space instance");
-  static_assert(Impl::IsStorageType<T>::value,
-                "gdn::conv1d_fwd: inputs.qkv value type must be float or gdn::bf16");
-  GDN_IMPL_STATIC_ASSERT_INDEX_VIEW("gdn::conv1d_fwd", "state_slots", 1, "[B]", ExecSpace,
-                                    SlotsView);
-  static_assert(Kokkos::is_view<ConvStateView>::value,
-                "gdn::conv1d_fwd: conv_state must be a Kokkos::View");
-  using CS = Impl::ConvPoolTraits<ExecSpace, ConvStateView>;
-  static_assert(CS::rank_ok, "gdn::conv1d_fwd: conv_state must have rank 3 [slots, conv_dim, W-1]");
-  static_assert(std::is_same<typename ConvStateView::value_type, T>::value,
-                "gdn::conv1d_fwd: conv_state value type must be that of inputs.qkv (non-const)");
-  static_assert(CS::layout_ok, "gdn::conv1d_fwd: conv_state must be LayoutRight (a dense pool)");
-  static_assert(CS::space_ok, "gdn::conv1d_fwd: conv_state must live in ExecSpace::memory_space");
-  static_assert(Kokkos::is_view<OutView>::value, "gdn::conv1d_fwd: out must be a Kokkos::View");
+  GDN_IMPL_CONV_STATIC_CHECKS("gdn::conv1d_fwd", ExecSpace, T, SlotsView, ConvStateView, OutView);
   using OT = Impl::ConvOutTraits<ExecSpace, OutView>;
-  static_assert(OT::rank_ok, "gdn::conv1d_fwd: out must have rank 2 [tokens, conv_dim]");
-  static_assert(OT::type_ok,
-                "gdn::conv1d_fwd: out value type must be (non-const) float or "
-                "gdn::bf16");
-  static_assert(OT::space_ok, "gdn::conv1d_fwd: out must live in ExecSpace::memory_space");
   Impl::ScopedRegion region("gdn::conv1d_fwd");
   using Y = typename OT::value_type;
   Impl::ConvLauncher<ExecSpace, T, Y>::fwd(space, cfg, inputs, Impl::IndexView<M>(state_slots),

@@ -27,28 +27,10 @@ void recurrence_fwd_checked(const ExecSpace& space, const HeadConfig& cfg, const
                             const SlotsView& state_slots, const StateView& state,
                             const OutView& out) {
   using M = typename ExecSpace::memory_space;
-  static_assert(
-      Kokkos::is_execution_space<ExecSpace>::value,
-      "gdn::recurrence_fwd: the first argument must be a Kokkos execution space instance");
-  using IT = InputsTraits<ExecSpace, Inputs>;
-  static_assert(IT::is_inputs,
-                "gdn::recurrence_fwd: inputs must be a gdn::TokenInputs or a gdn::GateInputs");
-  static_assert(IT::space_ok, "gdn::recurrence_fwd: inputs must live in ExecSpace::memory_space");
-  using ActT = typename IT::activation_type;
-  GDN_IMPL_STATIC_ASSERT_INDEX_VIEW("gdn::recurrence_fwd", "state_slots", 1, "[B]", ExecSpace,
-                                    SlotsView);
-  GDN_IMPL_STATIC_ASSERT_POOL_VIEW("gdn::recurrence_fwd", "state", "[slots, nv, Dk, Dv]", ExecSpace,
-                                   StateView);
-  GDN_IMPL_STATIC_ASSERT_WRITABLE("gdn::recurrence_fwd", "state", "is written", StateView);
+  GDN_IMPL_STATIC_ASSERT_FWD_ARGS("gdn::recurrence_fwd", "is written", ExecSpace, Inputs, SlotsView,
+                                  StateView, OutView);
+  using ActT = typename InputsTraits<ExecSpace, Inputs>::activation_type;
   using SP = PoolViewTraits<ExecSpace, StateView>;
-  static_assert(Kokkos::is_view<OutView>::value, "gdn::recurrence_fwd: out must be a Kokkos::View");
-  static_assert(unsigned(OutView::rank) == 2,
-                "gdn::recurrence_fwd: out must have rank 2 [tokens, value_dim]");
-  static_assert(std::is_same<typename OutView::value_type, ActT>::value,
-                "gdn::recurrence_fwd: out value type must be (non-const) and the inputs' "
-                "activation type (float, or gdn::bf16 for bf16 inputs)");
-  static_assert(std::is_same<typename OutView::memory_space, M>::value,
-                "gdn::recurrence_fwd: out must live in ExecSpace::memory_space");
   ScopedRegion region("gdn::recurrence_fwd");
   using StateT = typename SP::value_type;
   FwdLauncher<ExecSpace, ActT, StateT>::run(space, cfg, inputs, IndexView<M>(state_slots),

@@ -123,12 +123,11 @@ using EnableIfOtherInputs = std::enable_if_t<
   static_assert(!std::is_const<typename V::value_type>::value,    \
                 FUNC ": " ARG " " WHY " and must not be const")
 
-/// The compile-time checks every verify shares (FUNC: its name; STATE_WHY:
-/// when it writes the state): the execution space, the inputs, the two index
-/// views, the state pool and `out` (rank 2, of the inputs' activation type,
-/// in the space's memory space).
-#define GDN_IMPL_STATIC_ASSERT_VERIFY_ARGS(FUNC, STATE_WHY, ExecSpace, Inputs, SlotsView,          \
-                                           StateView, OutView, RingSlotsView)                      \
+/// The compile-time checks of a forward's arguments (FUNC: the call's name;
+/// STATE_WHY: why the state must be writable): the execution space, the
+/// inputs, state_slots, the state pool and out.
+#define GDN_IMPL_STATIC_ASSERT_FWD_ARGS(FUNC, STATE_WHY, ExecSpace, Inputs, SlotsView, StateView,  \
+                                        OutView)                                                   \
   static_assert(Kokkos::is_execution_space<ExecSpace>::value,                                      \
                 FUNC ": the first argument must be a Kokkos execution space instance");            \
   static_assert(::gdn::Impl::InputsTraits<ExecSpace, Inputs>::is_inputs,                           \
@@ -136,7 +135,6 @@ using EnableIfOtherInputs = std::enable_if_t<
   static_assert(::gdn::Impl::InputsTraits<ExecSpace, Inputs>::space_ok,                            \
                 FUNC ": inputs must live in ExecSpace::memory_space");                             \
   GDN_IMPL_STATIC_ASSERT_INDEX_VIEW(FUNC, "state_slots", 1, "[B]", ExecSpace, SlotsView);           \
-  GDN_IMPL_STATIC_ASSERT_INDEX_VIEW(FUNC, "ring_slots", 1, "[B]", ExecSpace, RingSlotsView);        \
   GDN_IMPL_STATIC_ASSERT_POOL_VIEW(FUNC, "state", "[slots, nv, Dk, Dv]", ExecSpace, StateView);     \
   GDN_IMPL_STATIC_ASSERT_WRITABLE(FUNC, "state", STATE_WHY, StateView);                            \
   static_assert(Kokkos::is_view<OutView>::value, FUNC ": out must be a Kokkos::View");              \
@@ -149,5 +147,14 @@ using EnableIfOtherInputs = std::enable_if_t<
   static_assert(                                                                                   \
       std::is_same<typename OutView::memory_space, typename ExecSpace::memory_space>::value,       \
       FUNC ": out must live in ExecSpace::memory_space")
+
+/// The compile-time checks every verify shares (FUNC: its name; STATE_WHY:
+/// when it writes the state): those of a forward (`out`: rank 2, of the
+/// inputs' activation type, in the space's memory space) and ring_slots.
+#define GDN_IMPL_STATIC_ASSERT_VERIFY_ARGS(FUNC, STATE_WHY, ExecSpace, Inputs, SlotsView,          \
+                                           StateView, OutView, RingSlotsView)                      \
+  GDN_IMPL_STATIC_ASSERT_FWD_ARGS(FUNC, STATE_WHY, ExecSpace, Inputs, SlotsView, StateView,        \
+                                  OutView);                                                        \
+  GDN_IMPL_STATIC_ASSERT_INDEX_VIEW(FUNC, "ring_slots", 1, "[B]", ExecSpace, RingSlotsView)
 
 #endif  // GDN_IMPL_STATIC_CHECKS_HPP
