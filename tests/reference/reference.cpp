@@ -79,12 +79,18 @@ void gates(const Geometry& g, const std::vector<float>& a, const std::vector<flo
   beta.resize(b.size());
   for (std::size_t th = 0; th < a.size(); ++th) {
     const int h = int(th % std::size_t(g.nv));
-    const double x = double(a[th]) + double(dt_bias[h]);
-    const double softplus = x > 0 ? x + std::log1p(std::exp(-x)) : std::log1p(std::exp(x));
-    decay[th] = std::exp(-std::exp(double(A_log[h])) * softplus);
-    beta[th] = 1.0 / (1.0 + std::exp(-double(b[th])));
+    decay[th] = std::exp(-gate_decay_exponent(a[th], A_log[h], dt_bias[h]));
+    beta[th] = gate_beta(b[th]);
   }
 }
+
+double gate_decay_exponent(double a, double A_log, double dt_bias) {
+  const double x = a + dt_bias;
+  const double softplus = x > 0 ? x + std::log1p(std::exp(-x)) : std::log1p(std::exp(x));
+  return std::exp(A_log) * softplus;
+}
+
+double gate_beta(double b) { return 1.0 / (1.0 + std::exp(-b)); }
 
 double round_to_bf16(double x) {
   if (x == 0 || !std::isfinite(x)) return x;

@@ -51,6 +51,11 @@ void gates(const Geometry& g, const std::vector<float>& a, const std::vector<flo
            const std::vector<float>& A_log, const std::vector<float>& dt_bias,
            std::vector<double>& decay, std::vector<double>& beta);
 
+// One gate of the formulas above: the decay's exponent exp(A_log) * softplus(a + dt_bias)
+// (decay = exp(-exponent)) and beta.
+double gate_decay_exponent(double a, double A_log, double dt_bias);
+double gate_beta(double b);
+
 // bfloat16 round-to-nearest-even of a value, computed from the double (not via float).
 double round_to_bf16(double x);
 
