@@ -87,21 +87,9 @@ int check_conv_call(const ArgCheck& c, const HeadConfig& cfg, const ConvInputs<M
   return static_cast<int>(width);
 }
 
-/// Index checking mode of the conv calls: offsets, conv state rows (a committing row's row is
-/// used by no other row of the call) and, for the verify, ring rows.
-template <class ExecSpace, class M>
-void check_conv_indices(const ArgCheck& c, const ExecSpace& space, const IndexView<M>& offsets,
-                        std::size_t tokens, const IndexView<M>& slots, std::size_t pool_rows,
-                        const IndexView<M>* ring_slots, std::size_t ring_rows,
-                        std::size_t ring_len) {
-  const RowRoles r = row_roles(c, space, offsets, tokens, slots, ring_slots, ring_len);
-  check_rows(c, "state_slots", "conv_state.extent(0)", r.slots, r.used, r.commit, pool_rows, 0,
-             "conv state row");
-  if (ring_slots) {
-    check_rows(c, "ring_slots", "conv_ring.extent(0)", r.ring_slots, r.record, r.record, ring_rows,
-               0, "conv ring row");
-  }
-}
+/// The conv pools' names in the index checking mode's messages.
+inline constexpr PoolNames kConvPools{"conv_state.extent(0)", "conv state row",
+                                      "conv_ring.extent(0)", "conv ring row"};
 
 /// Whether the conv kernel may move V channels as one aligned group: conv_dim
 /// a multiple of V; qkv, out and the conv ring with contiguous channels and
@@ -174,8 +162,8 @@ void ConvLauncher<ExecSpace, T, Y>::fwd(const ExecSpace& space, const HeadConfig
   const std::size_t tokens = in.qkv.extent(0);
   check_league(c, "state_slots", conv_league_bound(cfg, batch));
   if (index_checking_enabled()) {
-    check_conv_indices<ExecSpace, M>(c, space, in.row_offsets, tokens, state_slots,
-                                     conv_state.extent(0), nullptr, 0, 0);
+    check_call_indices(c, space, in.row_offsets, tokens, state_slots, conv_state.extent(0),
+                       nullptr, 0, 0, kConvPools);
   }
   ConvParams<T, Y, M> p;
   p.in = in;
@@ -202,9 +190,8 @@ void ConvLauncher<ExecSpace, T, Y>::verify(const ExecSpace& space, const HeadCon
   check_conv_ring(c, "conv_ring", cfg.conv_dim(), conv_ring, batch > 0);
   check_league(c, "state_slots", conv_league_bound(cfg, batch));
   if (index_checking_enabled()) {
-    check_conv_indices<ExecSpace, M>(c, space, in.row_offsets, tokens, state_slots,
-                                     conv_state.extent(0), &ring_slots, conv_ring.extent(0),
-                                     conv_ring.extent(1));
+    check_call_indices(c, space, in.row_offsets, tokens, state_slots, conv_state.extent(0),
+                       &ring_slots, conv_ring.extent(0), conv_ring.extent(1), kConvPools);
   }
   ConvParams<T, Y, M> p;
   p.in = in;

@@ -55,23 +55,9 @@ void with_head_dim(int dk, F&& f) {
   }
 }
 
-/// Index checking mode for forward and verify: offsets, and the pool rows the call writes.
-template <class ExecSpace, class M>
-void check_recurrence_indices(const ArgCheck& c, const ExecSpace& space,
-                              const IndexView<M>& offsets, std::size_t tokens,
-                              const IndexView<M>& slots, std::size_t pool_rows,
-                              const IndexView<M>* ring_slots, std::size_t ring_rows,
-                              std::size_t ring_len) {
-  const RowRoles r = row_roles(c, space, offsets, tokens, slots, ring_slots, ring_len);
-  // Recording rows only read their state row (several may share one); a
-  // committing row writes it, so no other row of the call may use it.
-  check_rows(c, "state_slots", "state.extent(0)", r.slots, r.used, r.commit, pool_rows, 0,
-             "pool row");
-  if (ring_slots) {
-    check_rows(c, "ring_slots", "ring.extent(0)", r.ring_slots, r.record, r.record, ring_rows, 0,
-               "ring row");
-  }
-}
+/// The recurrent pools' names in the index checking mode's messages.
+inline constexpr PoolNames kRecurrencePools{"state.extent(0)", "pool row", "ring.extent(0)",
+                                            "ring row"};
 
 template <class ExecSpace, class ActT, class StateT, class RingT, bool Verify, bool Lazy = false>
 void launch_recurrence(const char* label, const char* long_label, const ExecSpace& space,
@@ -138,8 +124,8 @@ void run_fwd(
   const std::size_t tokens = check_recurrence_shapes(c, cfg, in, batch, state, out);
   check_league(c, "state_slots", recurrence_items(cfg, batch));
   if (index_checking_enabled()) {
-    check_recurrence_indices<ExecSpace, M>(c, space, in.row_offsets, tokens, state_slots,
-                                           state.extent(0), nullptr, 0, 0);
+    check_call_indices(c, space, in.row_offsets, tokens, state_slots, state.extent(0), nullptr, 0,
+                       0, kRecurrencePools);
     check_gate_params(c, cfg, in);
   }
   RecurrenceParams<ActT, StateT, float, M> p;
@@ -169,9 +155,8 @@ void run_verify(
   check_ring(c, cfg, ring, batch > 0);
   check_league(c, "state_slots", recurrence_items(cfg, batch));
   if (index_checking_enabled()) {
-    check_recurrence_indices<ExecSpace, M>(c, space, in.row_offsets, tokens, state_slots,
-                                           state.extent(0), &ring_slots, ring.extent(0),
-                                           ring.extent(2));
+    check_call_indices(c, space, in.row_offsets, tokens, state_slots, state.extent(0),
+                       &ring_slots, ring.extent(0), ring.extent(2), kRecurrencePools);
     check_gate_params(c, cfg, in);
   }
   RecurrenceParams<ActT, StateT, RingT, M> p;

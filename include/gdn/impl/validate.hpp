@@ -22,6 +22,7 @@
 #include <cmath>
 #include <cstdint>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -509,6 +510,32 @@ int check_conv_fold(const ArgCheck& c, const HeadConfig& cfg, const Conv& conv,
     }
   });
   return width;
+}
+
+/// The names of a call's pools in the index checking mode's messages.
+struct PoolNames {
+  const char* state_extent;  // "state.extent(0)"
+  const char* state_row;     // "pool row"
+  const char* ring_extent;   // "ring.extent(0)"
+  const char* ring_row;      // "ring row"
+};
+
+/// Index checking mode of a forward or verify, recurrent or conv: the
+/// offsets, the state rows (recording rows only read theirs, several may
+/// share one; a committing row writes its row, so no other row of the call
+/// may use it) and, for a verify (`ring_slots` not null), the ring rows.
+template <class ExecSpace, class Index>
+void check_call_indices(const ArgCheck& c, const ExecSpace& space, const Index& offsets,
+                        std::size_t tokens, const Index& slots, std::size_t pool_rows,
+                        const typename std::enable_if<true, Index>::type* ring_slots,
+                        std::size_t ring_rows, std::size_t ring_len, const PoolNames& names) {
+  const RowRoles r = row_roles(c, space, offsets, tokens, slots, ring_slots, ring_len);
+  check_rows(c, "state_slots", names.state_extent, r.slots, r.used, r.commit, pool_rows, 0,
+             names.state_row);
+  if (ring_slots) {
+    check_rows(c, "ring_slots", names.ring_extent, r.ring_slots, r.record, r.record, ring_rows, 0,
+               names.ring_row);
+  }
 }
 
 /// Index checking mode of a lazy verify, recurrent or conv: every row with
