@@ -20,7 +20,8 @@ gdn_bench's fenced time is a kernel's time with one launch.
 
 Usage (fla is not a dependency of gdn: point PYTHONPATH at a checkout of it):
   PYTHONPATH=/path/to/flash-linear-attention python3 perf/fla_anchor.py --out fla.json
-Prints one line per case and writes {case: {"time_us": ...}} as JSON.
+Prints one line per case and writes {case: {"time_us": ...}, "context": {...}} as JSON
+(context: device, date, the torch, Triton and fla versions).
 """
 
 import argparse
@@ -34,10 +35,10 @@ import torch
 
 
 def import_fla_kernels():
-    """The two kernels, without running the package's re-exporting __init__ files
-    (fla, fla.ops, fla.modules import every layer and model; these may need packages
-    this machine lacks). einops, which fla's reference implementations import at the
-    top of their files, is replaced by an empty module when it is missing: this script
+    """fla's version and its two kernels, without running the package's re-exporting
+    __init__ files (fla, fla.ops, fla.modules import every layer and model; these may need
+    packages this machine lacks). einops, which fla's reference implementations import at
+    the top of their files, is replaced by an empty module when it is missing: this script
     never calls those references."""
     spec = importlib.util.find_spec("fla")
     if spec is None or not spec.submodule_search_locations:
@@ -62,7 +63,7 @@ def import_fla_kernels():
         sys.modules["einops"] = stub
     from fla.ops.gated_delta_rule.chunk import chunk_gated_delta_rule
     from fla.ops.gated_delta_rule.fused_recurrent import fused_recurrent_gated_delta_rule
-    return chunk_gated_delta_rule, fused_recurrent_gated_delta_rule
+    return version, chunk_gated_delta_rule, fused_recurrent_gated_delta_rule
 
 
 def inputs(batch, tokens, nk=16, nv=32, d=128, seed=0):
@@ -110,12 +111,18 @@ def main():
     ap.add_argument("--replays", type=int, default=20)
     ap.add_argument("--samples", type=int, default=7)
     args = ap.parse_args()
-    chunk, recurrent = import_fla_kernels()
+    fla_version, chunk, recurrent = import_fla_kernels()
     cases = [(f"prefill/B:{b}/T:{t}", chunk, b, t)
              for b, t in ((1, 1024), (1, 4096), (1, 8192), (4, 4096), (16, 4096))]
     cases += [(f"fwd/B:256/T:{t}", recurrent, 256, t) for t in (1, 4)]
-    results = {}
-    print(f"fla_anchor: {torch.cuda.get_device_name()}, torch {torch.__version__}")
+    import datetime
+
+    import triton
+    results = {"context": {
+        "device": torch.cuda.get_device_name(),
+        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "torch": torch.__version__, "triton": triton.__version__, "fla": fla_version}}
+    print("fla_anchor: " + ", ".join(f"{k} {v}" for k, v in results["context"].items()))
     for name, kernel, b, t in cases:
         q, k, v, gate, beta, h0 = inputs(b, t)
 

@@ -36,7 +36,7 @@ ROWS = [
     ("verify, window of 4", "verify/D128/state:{s}/B:256/T:4", None),
     ("fold, 4 accepted", "fold/D128/state:{s}/L:1/B:256/T:4", None),
     ("step, eager (verify + fold)", "step/D128/state:{s}/L:36/B:256/T:4/eager", None),
-    ("step, lazy (verify + accept + flush)", "step/D128/state:{s}/L:36/B:256/T:4/lazy", None),
+    ("step, lazy (verify + accept)", "step/D128/state:{s}/L:36/B:256/T:4/lazy", None),
     ("prefill 1 x 1024", "prefill/D128/state:{s}/B:1/T:1024", "prefill/B:1/T:1024"),
     ("prefill 1 x 4096", "prefill/D128/state:{s}/B:1/T:4096", "prefill/B:1/T:4096"),
     ("prefill 16 x 4096", "prefill/D128/state:{s}/B:16/T:4096", "prefill/B:16/T:4096"),

@@ -119,6 +119,9 @@ build_baseline() {  # NAME TARBALL
       -DGDN_ENABLE_BENCHMARKS=ON &&
     cmake --build "$bdir" -j "$JOBS" --target gdn_bench
 }
+if [ -n "$fla" ] && [ -z "$bench" ]; then
+  say "--fla without --bench: fla not measured"
+fi
 if [ ${#baselines[@]} -gt 0 ] && [ -z "$bench" ]; then
   say "--baseline without --bench: no baseline built"
   baselines=()
@@ -225,11 +228,15 @@ if [ -n "$bench" ]; then
   if [ -n "$fla" ]; then
     fla_src=$GDN_ROOT/build/fla-src
     rm -rf "$fla_src" && mkdir -p "$fla_src" && tar xzf "$fla" -C "$fla_src"
-    fla_root=$(dirname "$(find "$fla_src" -maxdepth 2 -type d -name fla | head -1)")
-    say "fla anchors (perf/fla_anchor.py, fla from $fla)"
-    PYTHONPATH=$fla_root python3 "$GDN_ROOT/perf/fla_anchor.py" --out "$OUT/fla.json" \
-      > "$OUT/fla.txt" 2>&1 || say "perf/fla_anchor.py failed (fla.txt)"
-    tee -a "$OUT/summary.txt" < "$OUT/fla.txt"
+    fla_pkg=$(find "$fla_src" -maxdepth 2 -type d -name fla | head -1)
+    if [ -z "$fla_pkg" ]; then
+      say "--fla $fla: no fla/ package in the tarball (at its top or one folder down)"
+    else
+      say "fla anchors (perf/fla_anchor.py, fla from $fla)"
+      PYTHONPATH=$(dirname "$fla_pkg") "$(gdn_python)" "$GDN_ROOT/perf/fla_anchor.py" \
+        --out "$OUT/fla.json" > "$OUT/fla.txt" 2>&1 || say "perf/fla_anchor.py failed (fla.txt)"
+      tee -a "$OUT/summary.txt" < "$OUT/fla.txt"
+    fi
   fi
   "$dir/perf/gdn_launch_probe" > "$OUT/launch_probe.txt" 2>&1 || say "gdn_launch_probe failed"
   grep -E 'fenced' "$OUT/launch_probe.txt" | tee -a "$OUT/summary.txt" || true
