@@ -486,6 +486,59 @@ void check_conv_ring(const ArgCheck& c, const char* argument, long conv_dim, con
   }
 }
 
+/// The conv uses only conv_dim of the head geometry: positive counts and dims.
+inline void check_conv_heads(const ArgCheck& c, const HeadConfig& cfg) {
+  if (!(cfg.num_key_heads > 0)) c.fail("cfg.num_key_heads", "> 0", to_str(cfg.num_key_heads));
+  if (!(cfg.num_value_heads > 0)) {
+    c.fail("cfg.num_value_heads", "> 0", to_str(cfg.num_value_heads));
+  }
+  if (!(cfg.key_head_dim > 0)) c.fail("cfg.key_head_dim", "> 0", to_str(cfg.key_head_dim));
+  if (!(cfg.value_head_dim > 0)) c.fail("cfg.value_head_dim", "> 0", to_str(cfg.value_head_dim));
+  if (!(cfg.conv_dim() <= INT_MAX / 2)) {
+    c.fail("cfg", "conv_dim = 2*nk*Dk + nv*Dv <= " + to_str(INT_MAX / 2), to_str(cfg.conv_dim()));
+  }
+}
+
+/// Shape checks of conv1d_fwd and conv1d_verify_ring (inputs, conv state, out); returns W.
+template <class Inputs, class StatePool, class Out>
+int check_conv_call(const ArgCheck& c, const HeadConfig& cfg, const Inputs& in, std::size_t batch,
+                    const StatePool& state, const Out& out) {
+  check_conv_heads(c, cfg);
+  const long cd = cfg.conv_dim();
+  if (!(in.row_offsets.extent(0) == batch + 1)) {
+    c.fail("inputs.row_offsets",
+           "extent(0) == B + 1 = " + to_str(batch + 1) + " (B = state_slots.extent(0))",
+           "extent(0) = " + to_str(in.row_offsets.extent(0)));
+  }
+  if (!(in.qkv.extent(1) >= std::size_t(cd))) {
+    c.fail("inputs.qkv", "extent(1) >= conv_dim = 2*nk*Dk + nv*Dv = " + to_str(cd),
+           "shape " + extents_str(in.qkv));
+  }
+  const long width = static_cast<long>(in.weight.extent(1));
+  if (!(width >= conv_min_width && width <= conv_max_width)) {
+    c.fail("inputs.weight",
+           "W = extent(1) in [" + to_str(conv_min_width) + ", " + to_str(conv_max_width) + "]",
+           "shape " + extents_str(in.weight));
+  }
+  if (!(in.weight.extent(0) >= std::size_t(cd))) {
+    c.fail("inputs.weight", "extent(0) >= conv_dim = " + to_str(cd),
+           "shape " + extents_str(in.weight));
+  }
+  if (!(in.bias.extent(0) == 0 || in.bias.extent(0) >= std::size_t(cd))) {
+    c.fail("inputs.bias", "extent(0) == 0 (no bias) or >= conv_dim = " + to_str(cd),
+           "shape " + extents_str(in.bias));
+  }
+  check_conv_state(c, "conv_state", cd, width, "inputs.weight.extent(1)", state, batch > 0);
+  const std::size_t tokens = in.qkv.extent(0);
+  if (!(out.extent(0) >= tokens && out.extent(1) >= std::size_t(cd))) {
+    c.fail("out",
+           "shape >= [tokens, conv_dim] = [" + to_str(tokens) + ", " + to_str(cd) +
+               "] (tokens = qkv.extent(0))",
+           "shape " + extents_str(out));
+  }
+  return static_cast<int>(width);
+}
+
 /// The conv pools of a `state_fold` call (a ConvFoldWords of conv_params.hpp,
 /// any class with its `visit`): W from the conv state's shape, both pools'
 /// shapes, RING_LEN that of the recurrent ring. Returns W.
