@@ -23,11 +23,10 @@ and the chart (fraction of the roofline per row, matplotlib) into CHART.png.
 import argparse
 import json
 import os
-import re
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from render import roofline_us, select_runs, time_us  # noqa: E402
+from render import replace_between, roofline_us, select_runs, time_us  # noqa: E402
 
 # (call, gdn_bench case with {s} for the state type, fla_anchor.py case or None)
 ROWS = [
@@ -48,14 +47,6 @@ CONV_ROWS = [
 ]
 STATES = ("float", "bf16")
 BEGIN, END = "<!-- overview: begin -->", "<!-- overview: end -->"
-
-
-def replace_block(page, lines):
-    """PAGE with the text between BEGIN and END replaced by LINES."""
-    pattern = re.compile(re.escape(BEGIN) + r"\n.*?" + re.escape(END), re.S)
-    if not pattern.search(page):
-        raise SystemExit(f"overview.py: the page has no block {BEGIN} ... {END}")
-    return pattern.sub(lambda _: BEGIN + "\n" + "\n".join(lines) + "\n" + END, page, count=1)
 
 
 def load(path):
@@ -172,7 +163,10 @@ def main():
                   + f", copy_bw {float(rctx['copy_bw']) / 1e12:.2f} TB/s.")
     with open(args.page, encoding="utf-8") as f:
         page = f.read()
-    page = replace_block(page, [intro, ""] + lines)
+    try:
+        page = replace_between(page, BEGIN, END, [intro, ""] + lines)
+    except ValueError as e:
+        raise SystemExit(f"overview.py: {args.page}: {e}")
     with open(args.page, "w", encoding="utf-8") as f:
         f.write(page)
     if args.chart:

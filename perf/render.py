@@ -396,15 +396,19 @@ def summary(data, references=None):
     return out
 
 
-def replace_block(page, tag, lines):
-    """PAGE with the text between the begin and end markers of TAG replaced by LINES."""
-    begin = f"<!-- generated from {tag} by perf/report.sh: begin -->"
-    end = f"<!-- generated from {tag}: end -->"
+def replace_between(page, begin, end, lines):
+    """PAGE with the text between the lines BEGIN and END replaced by LINES."""
     pattern = re.compile(re.escape(begin) + r"\n.*?" + re.escape(end), re.S)
     if not pattern.search(page):
         raise ValueError(f"no block marked '{begin}' ... '{end}'")
     block = begin + "\n" + "\n".join(lines) + "\n" + end
     return pattern.sub(lambda _: block, page, count=1)
+
+
+def replace_block(page, tag, lines):
+    """PAGE with the text between the begin and end markers of TAG replaced by LINES."""
+    return replace_between(page, f"<!-- generated from {tag} by perf/report.sh: begin -->",
+                           f"<!-- generated from {tag}: end -->", lines)
 
 
 def main(argv):
