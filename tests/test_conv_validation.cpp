@@ -33,6 +33,9 @@ struct ConvSetup {
     gdn::state_fold(space, cfg, srows, state, rrows, ring, acc,
                     gdn::ConvFold<Mem, float>{cstate, cring});
   }
+  std::vector<std::function<void()>> valid_calls() const {
+    return {[this] { fwd(); }, [this] { verify(); }, [this] { fold(); }};
+  }
   std::vector<std::pair<std::string, std::vector<unsigned char>>> buffers() const {
     return {{"conv state", bytes_of(cstate)},
             {"conv ring", bytes_of(cring)},

@@ -8,6 +8,9 @@
 // recurrent ones), the same for its outputs, its recorded inputs and its states.
 
 #include "conv_support.hpp"
+#include "reject_harness.hpp"
+
+#include <functional>
 
 namespace {
 
@@ -379,7 +382,125 @@ TEST(LazyCommit, DropDiscardsPendingRecords) {
 }
 
 // ---------------------------------------------------------------------------
-// Bad input.
+// Bad input (reject_harness.hpp): thrown before any launch, naming function and argument;
+// nothing changes.
+
+// A valid lazy flow of two rows (2 and 1 tokens) over a history of capacity 4, recurrent
+// and conv, that each case breaks in one place.
+struct LazySetup {
+  ExecSpace space;
+  gdn::HeadConfig cfg = grouped();
+  int stride = int(gdn::ring_record_elements(64, 64, 2));
+  int conv_dim = int(cfg.conv_dim());
+  Pool<float> state = make_state<float>(3, cfg, 1);
+  gdn::LazyRing<Mem, float> lazy = make_lazy<float>(3, cfg, 4, stride);
+  Problem p = make_problem(cfg, {2, 1}, 2);
+  DeviceInputs d = upload(p);
+  Strided2D out = make_out(p);
+  ConvCase cc = make_case<float>(cfg, 4, {2, 1}, 3);
+  DevConv<float> dc = upload_conv<float>(cc);
+  ConvPool<float> cstate = make_conv_state<float>(3, conv_dim, 4, 4);
+  ConvPool<float> chist = make_conv_ring<float>(3, 4, conv_dim);
+  Arr2<float> cout = make_arr<float>(cc.tokens(), conv_dim, Layout::Dense, nullptr);
+  Index slots = to_device({0, 1});
+  Index rslots = to_device({1, 2});
+
+  void verify() const {
+    gdn::recurrence_verify_lazy(space, cfg, d.in, slots, state, out.view, rslots, lazy);
+  }
+  void conv_verify() const {
+    gdn::conv1d_verify_lazy(space, cfg, dc.in, slots, cstate, cout.view, rslots, chist, lazy);
+  }
+  void accept() const { gdn::lazy_accept(space, to_device(1, 2, {1, 2}), lazy, to_device({2, 1})); }
+  void flush() const {
+    gdn::state_flush(space, cfg, to_device(1, 2, {0, 1}), state, to_device(1, 2, {1, 2}), lazy,
+                     gdn::ConvFold<Mem, float>{cstate, chist});
+  }
+  std::vector<std::function<void()>> valid_calls() const {
+    return {[this] { conv_verify(); }, [this] { verify(); }, [this] { accept(); },
+            [this] { flush(); }};
+  }
+  std::vector<std::pair<std::string, std::vector<unsigned char>>> buffers() const {
+    return {{"state", bytes_of(state)},       {"history", bytes_of(lazy.history)},
+            {"ledger", bytes_of(lazy.ledger)}, {"out", bytes_of(out.buf)},
+            {"conv state", bytes_of(cstate)}, {"conv history", bytes_of(chist)},
+            {"conv out", bytes_of(cout.buf)}};
+  }
+  /// The setup's history with a ledger of its own whose row 1 holds `pending` records.
+  gdn::LazyRing<Mem, float> with_pending(std::uint32_t pending) const {
+    gdn::LazyRing<Mem, float> r{lazy.history, LedgerView("bad", 3, lazy.ledger.extent(1))};
+    Kokkos::deep_copy(Kokkos::subview(r.ledger, 1, 0), pending);
+    return r;
+  }
+};
+
+using LazyBadCase = BadCase<LazySetup>;
+
+const char* kVerifyLazy = "gdn::recurrence_verify_lazy";
+const char* kConvVerifyLazy = "gdn::conv1d_verify_lazy";
+const char* kAccept = "gdn::lazy_accept";
+const char* kFlush = "gdn::state_flush";
+
+// clang-format off
+std::vector<LazyBadCase> lazy_cases() {
+  std::vector<LazyBadCase> v;
+  v.push_back({"LedgerWithoutPendingWord", kVerifyLazy, "lazy.ledger", false, [](LazySetup& s) {
+    const gdn::LazyRing<Mem, float> r{s.lazy.history, LedgerView("short", 3, 0)};
+    gdn::recurrence_verify_lazy(s.space, s.cfg, s.d.in, s.slots, s.state, s.out.view, s.rslots, r); }});
+  v.push_back({"AcceptLedgerWithoutPendingWord", kAccept, "lazy.ledger", false, [](LazySetup& s) {
+    const gdn::LazyRing<Mem, float> r{s.lazy.history, LedgerView("short", 3, 0)};
+    gdn::lazy_accept(s.space, to_device(1, 2, {1, 2}), r, to_device({2, 1})); }});
+  v.push_back({"HistoryRecordTooNarrow", kVerifyLazy, "lazy.history", false, [](LazySetup& s) {
+    const auto narrow = make_lazy<float>(3, s.cfg, 4, s.stride - 1);
+    gdn::recurrence_verify_lazy(s.space, s.cfg, s.d.in, s.slots, s.state, s.out.view, s.rslots, narrow); }});
+  v.push_back({"AcceptTableWiderThanAccepted", kAccept, "ring_rows", false, [](LazySetup& s) {
+    gdn::lazy_accept(s.space, to_device(1, 2, {1, 2}), s.lazy, to_device({1})); }});
+  v.push_back({"ConvHistoryOtherCapacity", kConvVerifyLazy, "conv_history", false, [](LazySetup& s) {
+    const ConvPool<float> h = make_conv_ring<float>(3, 5, s.conv_dim);
+    gdn::conv1d_verify_lazy(s.space, s.cfg, s.dc.in, s.slots, s.cstate, s.cout.view, s.rslots, h, s.lazy); }});
+  v.push_back({"ConvHistoryOtherRows", kConvVerifyLazy, "conv_history", false, [](LazySetup& s) {
+    const ConvPool<float> h = make_conv_ring<float>(2, 4, s.conv_dim);
+    gdn::conv1d_verify_lazy(s.space, s.cfg, s.dc.in, s.slots, s.cstate, s.cout.view, s.rslots, h, s.lazy); }});
+  // The checking mode: a window longer than the capacity.
+  v.push_back({"WindowLongerThanCapacity", kVerifyLazy, "lazy.history", true, [](LazySetup& s) {
+    const Problem p = make_problem(s.cfg, {5}, 5);
+    const DeviceInputs d = upload(p);
+    Strided2D o = make_out(p);
+    gdn::recurrence_verify_lazy(s.space, s.cfg, d.in, to_device({0}), s.state, o.view, to_device({1}), s.lazy); }});
+  // A pending count past the capacity, seen by every call that reads the ledger.
+  v.push_back({"VerifyPendingPastCapacity", kVerifyLazy, "lazy.ledger", true, [](LazySetup& s) {
+    gdn::recurrence_verify_lazy(s.space, s.cfg, s.d.in, to_device({0, 2}), s.state, s.out.view, to_device({1, 0}), s.with_pending(5)); }});
+  v.push_back({"ConvVerifyPendingPastCapacity", kConvVerifyLazy, "lazy.ledger", true, [](LazySetup& s) {
+    gdn::conv1d_verify_lazy(s.space, s.cfg, s.dc.in, s.slots, s.cstate, s.cout.view, s.rslots, s.chist, s.with_pending(5)); }});
+  v.push_back({"AcceptPendingPastCapacity", kAccept, "lazy.ledger", true, [](LazySetup& s) {
+    gdn::lazy_accept(s.space, to_device(1, 1, {1}), s.with_pending(5), to_device({1})); }});
+  v.push_back({"FlushPendingPastCapacity", kFlush, "lazy.ledger", true, [](LazySetup& s) {
+    gdn::state_flush(s.space, s.cfg, to_device(1, 1, {0}), s.state, to_device(1, 1, {1}), s.with_pending(5)); }});
+  // Two rows of one call on one state slot, on one history row, or a history row out of range.
+  v.push_back({"TwoRowsOneStateSlot", kVerifyLazy, "state_slots", true, [](LazySetup& s) {
+    gdn::recurrence_verify_lazy(s.space, s.cfg, s.d.in, to_device({0, 0}), s.state, s.out.view, s.rslots, s.lazy); }});
+  v.push_back({"TwoRowsOneHistoryRow", kVerifyLazy, "ring_slots", true, [](LazySetup& s) {
+    gdn::recurrence_verify_lazy(s.space, s.cfg, s.d.in, s.slots, s.state, s.out.view, to_device({2, 2}), s.lazy); }});
+  v.push_back({"HistoryRowOutOfRange", kVerifyLazy, "ring_slots", true, [](LazySetup& s) {
+    gdn::recurrence_verify_lazy(s.space, s.cfg, s.d.in, s.slots, s.state, s.out.view, to_device({2, 3}), s.lazy); }});
+  v.push_back({"ConvTwoRowsOneStateSlot", kConvVerifyLazy, "state_slots", true, [](LazySetup& s) {
+    gdn::conv1d_verify_lazy(s.space, s.cfg, s.dc.in, to_device({1, 1}), s.cstate, s.cout.view, s.rslots, s.chist, s.lazy); }});
+  v.push_back({"ConvHistoryRowOutOfRange", kConvVerifyLazy, "ring_slots", true, [](LazySetup& s) {
+    gdn::conv1d_verify_lazy(s.space, s.cfg, s.dc.in, s.slots, s.cstate, s.cout.view, to_device({3, 2}), s.chist, s.lazy); }});
+  v.push_back({"AcceptTwoEntriesOneRow", kAccept, "ring_rows", true, [](LazySetup& s) {
+    gdn::lazy_accept(s.space, to_device(2, 1, {2, 2}), s.lazy, to_device({1})); }});
+  return v;
+}
+// clang-format on
+
+class LazyRejects : public ::testing::TestWithParam<LazyBadCase> {};
+
+TEST_P(LazyRejects, ThrowsNamesArgumentAndChangesNothing) { expect_rejected(GetParam()); }
+
+INSTANTIATE_TEST_SUITE_P(BadInput, LazyRejects, ::testing::ValuesIn(lazy_cases()), BadCaseName());
+
+// The valid setup passes with and without checking (so the cases above fail for their reason).
+TEST(LazyChecking, ValidCallsPass) { expect_valid_calls_pass<LazySetup>(); }
 
 template <class F>
 std::string error_of(F&& f) {
@@ -391,98 +512,22 @@ std::string error_of(F&& f) {
   return "";
 }
 
-TEST(LazyCommit, BadShapesAreNamed) {
-  const ExecSpace space;
-  const gdn::HeadConfig cfg = grouped();
-  const int stride = int(gdn::ring_record_elements(64, 64, 2));
-  auto S = make_state<float>(2, cfg, 1);
-  const Problem p = make_problem(cfg, {2}, 2);
-  const DeviceInputs din = upload(p);
-  Strided2D out = make_out(p);
-  const Index slots = to_device({0}), rows = to_device({0});
-  auto lazy = make_lazy<float>(2, cfg, 8, stride);
-  lazy.ledger = LedgerView("short", 2, 0);  // no pending word
-  std::string e = error_of(
-      [&] { gdn::recurrence_verify_lazy(space, cfg, din.in, slots, S, out.view, rows, lazy); });
-  EXPECT_NE(e.find("lazy.ledger"), std::string::npos) << e;
-  EXPECT_NE(e.find(">= 2"), std::string::npos) << e;
-  e = error_of([&] { gdn::lazy_accept(space, to_device(1, 1, {0}), lazy, to_device({1})); });
-  EXPECT_NE(e.find("lazy.ledger"), std::string::npos) << e;
-  auto narrow = make_lazy<float>(2, cfg, 8, stride - 1);
-  e = error_of(
-      [&] { gdn::recurrence_verify_lazy(space, cfg, din.in, slots, S, out.view, rows, narrow); });
-  EXPECT_NE(e.find("lazy.history"), std::string::npos) << e;
-  EXPECT_NE(e.find("record_stride"), std::string::npos) << e;
-  const auto ok = make_lazy<float>(2, cfg, 8, stride);
-  e = error_of([&] { gdn::lazy_accept(space, to_device(1, 2, {0, 1}), ok, to_device({1})); });
-  EXPECT_NE(e.find("ring_rows"), std::string::npos) << e;
-}
-
-TEST(LazyCommit, CheckingModeRejectsBadLedgersAndRows) {
+// The messages say what was expected: the ledger's words and the pending count.
+TEST(LazyChecking, MessagesGiveTheNumbers) {
   const Checking on(true);
-  const ExecSpace space;
-  const gdn::HeadConfig cfg = grouped();
-  const int stride = int(gdn::ring_record_elements(64, 64, 2));
-  auto S = make_state<float>(3, cfg, 1);
-  const auto lazy = make_lazy<float>(3, cfg, 4, stride);
-  // A window longer than the capacity.
-  {
-    const Problem p = make_problem(cfg, {5}, 2);
-    const DeviceInputs din = upload(p);
-    Strided2D out = make_out(p);
-    const std::string e = error_of([&] {
-      gdn::recurrence_verify_lazy(space, cfg, din.in, to_device({0}), S, out.view,
-                                  to_device({0}), lazy);
-    });
-    EXPECT_NE(e.find("lazy.history"), std::string::npos) << e;
-    EXPECT_NE(e.find("capacity 4"), std::string::npos) << e;
-  }
-  // A pending count past the capacity.
-  const auto before = bytes_of(S);
-  Kokkos::deep_copy(Kokkos::subview(lazy.ledger, 1, 0), 5u);
-  {
-    const Problem p = make_problem(cfg, {2}, 3);
-    const DeviceInputs din = upload(p);
-    Strided2D out = make_out(p);
-    std::string e = error_of([&] {
-      gdn::recurrence_verify_lazy(space, cfg, din.in, to_device({0}), S, out.view,
-                                  to_device({1}), lazy);
-    });
-    EXPECT_NE(e.find("lazy.ledger(1, 0) = 5"), std::string::npos) << e;
-    e = error_of([&] { gdn::lazy_accept(space, to_device(1, 1, {1}), lazy, to_device({1})); });
-    EXPECT_NE(e.find("lazy.ledger(1, 0) = 5"), std::string::npos) << e;
-    e = error_of([&] {
-      gdn::state_flush(space, cfg, to_device(1, 1, {0}), S, to_device(1, 1, {1}), lazy);
-    });
-    EXPECT_NE(e.find("lazy.ledger(1, 0) = 5"), std::string::npos) << e;
-  }
-  Kokkos::deep_copy(lazy.ledger, 0u);
-  // Two rows of one call on one state slot, or one history row.
-  {
-    const Problem p = make_problem(cfg, {2, 1}, 4);
-    const DeviceInputs din = upload(p);
-    Strided2D out = make_out(p);
-    std::string e = error_of([&] {
-      gdn::recurrence_verify_lazy(space, cfg, din.in, to_device({0, 0}), S, out.view,
-                                  to_device({0, 1}), lazy);
-    });
-    EXPECT_NE(e.find("state_slots"), std::string::npos) << e;
-    e = error_of([&] {
-      gdn::recurrence_verify_lazy(space, cfg, din.in, to_device({0, 1}), S, out.view,
-                                  to_device({2, 2}), lazy);
-    });
-    EXPECT_NE(e.find("ring_slots"), std::string::npos) << e;
-    e = error_of([&] {
-      gdn::recurrence_verify_lazy(space, cfg, din.in, to_device({0, 1}), S, out.view,
-                                  to_device({2, 3}), lazy);
-    });
-    EXPECT_NE(e.find("ring_slots"), std::string::npos) << e;
-    EXPECT_NE(e.find("history row"), std::string::npos) << e;
-    e = error_of(
-        [&] { gdn::lazy_accept(space, to_device(2, 1, {2, 2}), lazy, to_device({1})); });
-    EXPECT_NE(e.find("ring_rows"), std::string::npos) << e;
-  }
-  EXPECT_TRUE(same_bytes(bytes_of(S), before)) << "a rejected call wrote the state";
+  const LazySetup s;
+  std::string e = error_of([&] {
+    const gdn::LazyRing<Mem, float> r{s.lazy.history, LedgerView("short", 3, 0)};
+    gdn::recurrence_verify_lazy(s.space, s.cfg, s.d.in, s.slots, s.state, s.out.view, s.rslots, r);
+  });
+  EXPECT_NE(e.find(">= 2"), std::string::npos) << e;
+  e = error_of([&] { gdn::lazy_accept(s.space, to_device(1, 1, {1}), s.with_pending(5), to_device({1})); });
+  EXPECT_NE(e.find("lazy.ledger(1, 0) = 5"), std::string::npos) << e;
+  e = error_of([&] {
+    gdn::recurrence_verify_lazy(s.space, s.cfg, s.d.in, s.slots, s.state, s.out.view,
+                                to_device({2, 3}), s.lazy);
+  });
+  EXPECT_NE(e.find("history row"), std::string::npos) << e;
 }
 
 }  // namespace

@@ -35,6 +35,9 @@ struct CallSetup {
     gdn::recurrence_verify_ring(space, cfg, d.in, slots, state, out.view, rslots, ring);
   }
   void fold() const { gdn::state_fold(space, cfg, srows, state, rrows, ring, acc); }
+  std::vector<std::function<void()>> valid_calls() const {
+    return {[this] { fwd(); }, [this] { verify(); }, [this] { fold(); }};
+  }
   std::vector<std::pair<std::string, std::vector<unsigned char>>> buffers() const {
     return {{"state", bytes_of(state)}, {"ring", bytes_of(ring)}, {"out", bytes_of(out.buf)}};
   }

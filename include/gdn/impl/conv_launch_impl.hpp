@@ -34,10 +34,6 @@ void with_conv_width(int w, F&& f) {
   }
 }
 
-/// The conv pools' names in the index checking mode's messages.
-inline constexpr PoolNames kConvPools{"conv_state.extent(0)", "conv state row",
-                                      "conv_ring.extent(0)", "conv ring row"};
-
 /// Whether the conv kernel may move V channels as one aligned group: conv_dim
 /// a multiple of V; qkv, out and the conv ring with contiguous channels and
 /// rows (and bases) aligned for V values; weight rows of W contiguous taps;
@@ -98,6 +94,26 @@ inline long long conv_league_bound(const HeadConfig& cfg, std::size_t batch) {
          kConvMaxSplit;
 }
 
+/// The kernel parameters of a conv forward (no ring), verify (its conv ring)
+/// or lazy verify (its conv history; the caller adds the ledger).
+template <class T, class Y, class M>
+ConvParams<T, Y, M> conv_params(const HeadConfig& cfg, const ConvInputs<M, T>& in,
+                                const IndexView<M>& state_slots, const ConvPool<T, M>& conv_state,
+                                const ConvOut<Y, M>& out, const IndexView<M>& ring_slots = {},
+                                const ConvPool<T, M>& ring = {}) {
+  ConvParams<T, Y, M> p;
+  p.in = in;
+  p.slots = state_slots;
+  p.state = conv_state;
+  p.out = out;
+  p.ring_slots = ring_slots;
+  p.ring = ring;
+  p.conv_dim = static_cast<int>(cfg.conv_dim());
+  p.ring_len = static_cast<int>(ring.extent(1));
+  p.has_bias = in.bias.extent(0) > 0;
+  return p;
+}
+
 template <class ExecSpace, class T, class Y>
 void ConvLauncher<ExecSpace, T, Y>::fwd(const ExecSpace& space, const HeadConfig& cfg,
                                         const ConvInputs<M, T>& in, const IndexView<M>& state_slots,
@@ -112,14 +128,8 @@ void ConvLauncher<ExecSpace, T, Y>::fwd(const ExecSpace& space, const HeadConfig
     check_call_indices(c, space, in.row_offsets, tokens, state_slots, conv_state.extent(0),
                        nullptr, 0, 0, kConvPools);
   }
-  ConvParams<T, Y, M> p;
-  p.in = in;
-  p.slots = state_slots;
-  p.state = conv_state;
-  p.out = out;
-  p.conv_dim = static_cast<int>(cfg.conv_dim());
-  p.has_bias = in.bias.extent(0) > 0;
-  launch_conv<ExecSpace, T, Y, false>("gdn::conv1d_fwd::kernel", space, width, tokens, p);
+  launch_conv<ExecSpace, T, Y, false>("gdn::conv1d_fwd::kernel", space, width, tokens,
+                                      conv_params(cfg, in, state_slots, conv_state, out));
 }
 
 template <class ExecSpace, class T, class Y>
@@ -140,17 +150,9 @@ void ConvLauncher<ExecSpace, T, Y>::verify(const ExecSpace& space, const HeadCon
     check_call_indices(c, space, in.row_offsets, tokens, state_slots, conv_state.extent(0),
                        &ring_slots, conv_ring.extent(0), conv_ring.extent(1), kConvPools);
   }
-  ConvParams<T, Y, M> p;
-  p.in = in;
-  p.slots = state_slots;
-  p.state = conv_state;
-  p.out = out;
-  p.ring_slots = ring_slots;
-  p.ring = conv_ring;
-  p.conv_dim = static_cast<int>(cfg.conv_dim());
-  p.ring_len = static_cast<int>(conv_ring.extent(1));
-  p.has_bias = in.bias.extent(0) > 0;
-  launch_conv<ExecSpace, T, Y, true>("gdn::conv1d_verify_ring::kernel", space, width, tokens, p);
+  launch_conv<ExecSpace, T, Y, true>(
+      "gdn::conv1d_verify_ring::kernel", space, width, tokens,
+      conv_params(cfg, in, state_slots, conv_state, out, ring_slots, conv_ring));
 }
 
 template <class ExecSpace, class T, class Y>
@@ -161,44 +163,13 @@ void ConvLauncher<ExecSpace, T, Y>::verify_lazy(
     const Ledger<M>& ledger) {
   const ArgCheck c("gdn::conv1d_verify_lazy");
   const std::size_t batch = state_slots.extent(0);
-  const int width = check_conv_call(c, cfg, in, batch, conv_state, out);
-  const std::size_t tokens = in.qkv.extent(0);
-  check_ring_slots(c, ring_slots, batch);
-  check_ledger(c, ledger, ledger.extent(0), capacity);
-  check_conv_ring(c, "conv_history", cfg.conv_dim(), conv_history, batch > 0);
-  if (!(conv_history.extent(0) == ledger.extent(0) && conv_history.extent(1) == capacity)) {
-    c.fail("conv_history",
-           "shape [ring_rows, capacity, >= conv_dim] with ring_rows = " +
-               to_str(ledger.extent(0)) + " and capacity = " + to_str(capacity) +
-               " (lazy.history.extent(0) and extent(2))",
-           "shape " + extents_str(conv_history));
-  }
+  const int width = check_conv_verify_lazy(c, space, cfg, in, state_slots, conv_state, out,
+                                           ring_slots, conv_history, capacity, ledger);
   check_league(c, "state_slots", conv_league_bound(cfg, batch));
-  if (index_checking_enabled()) {
-    // As the recurrent lazy verify: every row with tokens fits the history and
-    // owns its conv state row and history row.
-    const RowRoles r =
-        check_lazy_rows(c, space, in.row_offsets, tokens, state_slots, ring_slots, capacity);
-    check_rows(c, "state_slots", "conv_state.extent(0)", r.slots, r.used, r.used,
-               conv_state.extent(0), 0, "conv state row");
-    check_rows(c, "ring_slots", "conv_history.extent(0)", r.ring_slots, r.used, r.used,
-               conv_history.extent(0), 0, "history row");
-    check_pending(c, host_copy_2d(ledger), ledger.extent(1), r.ring_slots, r.used, capacity,
-                  "ring_slots", 0);
-  }
-  ConvParams<T, Y, M> p;
-  p.in = in;
-  p.slots = state_slots;
-  p.state = conv_state;
-  p.out = out;
-  p.ring_slots = ring_slots;
-  p.ring = conv_history;
+  ConvParams<T, Y, M> p = conv_params(cfg, in, state_slots, conv_state, out, ring_slots, conv_history);
   p.ledger = ledger;
-  p.conv_dim = static_cast<int>(cfg.conv_dim());
-  p.ring_len = static_cast<int>(capacity);
-  p.has_bias = in.bias.extent(0) > 0;
-  launch_conv<ExecSpace, T, Y, true, true>("gdn::conv1d_verify_lazy::kernel", space, width, tokens,
-                                           p);
+  launch_conv<ExecSpace, T, Y, true, true>("gdn::conv1d_verify_lazy::kernel", space, width,
+                                           in.qkv.extent(0), p);
 }
 
 }  // namespace Impl

@@ -118,6 +118,22 @@ struct FoldKernel {
     }
   }
 
+  /// The records to commit for sequence b of `layer` (num_accepted[b], or the
+  /// pending records of its history row when Lazy), and its state and ring
+  /// rows. The index entries are loaded together, before any is looked at.
+  /// 0 where nothing may be read: a gdn::pad_slot entry or a count above
+  /// RING_LEN.
+  KOKKOS_INLINE_FUNCTION int records(int layer, int b, std::uint32_t& state_row,
+                                     std::uint32_t& ring_row) const {
+    const std::uint32_t na = Lazy ? 0u : m.num_accepted(b);
+    state_row = m.state_rows(layer, b);
+    ring_row = m.ring_rows(layer, b);
+    if (state_row == pad_slot || ring_row == pad_slot) return 0;
+    const int n =
+        Lazy ? pending_records(m.ledger(ring_row, 0), m.ring_len) : static_cast<int>(na);
+    return n <= m.ring_len ? n : 0;
+  }
+
   /// Conv item `item`: (layer, b, channel block), channel block fastest.
   KOKKOS_INLINE_FUNCTION void run_conv_item(const Member& team, int item) const {
     const int blocks = (m.conv_dim + kConvChannels - 1) / kConvChannels;
@@ -125,12 +141,9 @@ struct FoldKernel {
     const int lb = item / blocks;  // layer * B + b
     const int b = lb % m_batch;
     const int layer = lb / m_batch;
-    const std::uint32_t na = Lazy ? 0u : m.num_accepted(b);
-    const std::uint32_t srow = m.state_rows(layer, b);
-    const std::uint32_t rrow = m.ring_rows(layer, b);
-    if (srow == pad_slot || rrow == pad_slot) return;
-    const int n = Lazy ? pending_records(m.ledger(rrow, 0), m.ring_len) : static_cast<int>(na);
-    if (n <= 0 || n > m.ring_len) return;
+    std::uint32_t srow = 0, rrow = 0;
+    const int n = records(layer, b, srow, rrow);
+    if (n <= 0) return;
     const int c1 = c0 + kConvChannels < m.conv_dim ? c0 + kConvChannels : m.conv_dim;
     const int rank = team.team_rank();
     if (m.conv.word_bytes == 2) {
@@ -149,20 +162,15 @@ struct FoldKernel {
     const int lb = rest / m.nv;  // layer * B + b
     const int b = lb % m_batch;
     const int layer = lb / m_batch;
-    // The index entries are loaded together, before any is looked at.
-    const std::uint32_t na = Lazy ? 0u : m.num_accepted(b);
-    const std::uint32_t state_row = m.state_rows(layer, b);
-    const std::uint32_t ring_row = m.ring_rows(layer, b);
-    if (state_row == pad_slot || ring_row == pad_slot) return;
-    int n = static_cast<int>(na);
+    std::uint32_t state_row = 0, ring_row = 0;
+    int n = records(layer, b, state_row, ring_row);
     if constexpr (Lazy) {
-      n = pending_records(m.ledger(ring_row, 0), m.ring_len);
-      if (m.offsets.extent(0) > 0) {  // before a verify: only a window that overflows
+      if (n > 0 && m.offsets.extent(0) > 0) {  // before a verify: only a window that overflows
         const std::uint32_t len = m.offsets(b + 1) - m.offsets(b);
         if (len == 0 || len <= std::uint32_t(m.ring_len - n)) n = 0;
       }
     }
-    if (n <= 0 || n > m.ring_len) return;
+    if (n <= 0) return;
     const int rrow = static_cast<int>(ring_row);
     const int kh = h / m.group;
     const int g = h % m.group;

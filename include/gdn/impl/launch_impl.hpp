@@ -55,10 +55,6 @@ void with_head_dim(int dk, F&& f) {
   }
 }
 
-/// The recurrent pools' names in the index checking mode's messages.
-inline constexpr PoolNames kRecurrencePools{"state.extent(0)", "pool row", "ring.extent(0)",
-                                            "ring row"};
-
 template <class ExecSpace, class ActT, class StateT, class RingT, bool Verify, bool Lazy = false>
 void launch_recurrence(const char* label, const char* long_label, const ExecSpace& space,
                        const HeadConfig& cfg,
@@ -110,6 +106,25 @@ inline long long recurrence_items(const HeadConfig& cfg, std::size_t batch) {
   return static_cast<long long>(batch) * cfg.num_value_heads * (cfg.key_head_dim / kTiledCols);
 }
 
+/// The kernel parameters of a forward (no ring), a verify (its ring) or a lazy
+/// verify (its history ring; the caller adds the ledger).
+template <class RingT, class M, class Inputs, class StateT>
+RecurrenceParams<typename Inputs::activation_type, StateT, RingT, M> recurrence_params(
+    const Inputs& in, const IndexView<M>& state_slots, const PoolView<StateT, M>& state,
+    const OutView<typename Inputs::activation_type, M>& out, const IndexView<M>& ring_slots = {},
+    const PoolView<RingT, M>& ring = {}) {
+  using ActT = typename Inputs::activation_type;
+  RecurrenceParams<ActT, StateT, RingT, M> p;
+  p.in = TokenReader<ActT, M>(in);
+  p.slots = state_slots;
+  p.state = state;
+  p.out.m_out = out;
+  p.ring_slots = ring_slots;
+  p.ring = ring;
+  p.ring_len = static_cast<int>(ring.extent(2));
+  return p;
+}
+
 /// recurrence_fwd for either input form: validate, then launch.
 template <class ExecSpace, class Inputs, class StateT>
 void run_fwd(
@@ -117,7 +132,6 @@ void run_fwd(
     const IndexView<typename ExecSpace::memory_space>& state_slots,
     const PoolView<StateT, typename ExecSpace::memory_space>& state,
     const OutView<typename Inputs::activation_type, typename ExecSpace::memory_space>& out) {
-  using M = typename ExecSpace::memory_space;
   using ActT = typename Inputs::activation_type;
   const ArgCheck c("gdn::recurrence_fwd");
   const std::size_t batch = state_slots.extent(0);
@@ -128,13 +142,9 @@ void run_fwd(
                        0, kRecurrencePools);
     check_gate_params(c, cfg, in);
   }
-  RecurrenceParams<ActT, StateT, float, M> p;
-  p.in = TokenReader<ActT, M>(in);
-  p.slots = state_slots;
-  p.state = state;
-  p.out.m_out = out;
   launch_recurrence<ExecSpace, ActT, StateT, float, false>(
-      "gdn::recurrence_fwd::kernel", "gdn::recurrence_fwd::long_rows", space, cfg, p);
+      "gdn::recurrence_fwd::kernel", "gdn::recurrence_fwd::long_rows", space, cfg,
+      recurrence_params<float>(in, state_slots, state, out));
 }
 
 /// recurrence_verify_ring for either input form: validate, then launch.
@@ -146,7 +156,6 @@ void run_verify(
     const OutView<typename Inputs::activation_type, typename ExecSpace::memory_space>& out,
     const IndexView<typename ExecSpace::memory_space>& ring_slots,
     const PoolView<RingT, typename ExecSpace::memory_space>& ring) {
-  using M = typename ExecSpace::memory_space;
   using ActT = typename Inputs::activation_type;
   const ArgCheck c("gdn::recurrence_verify_ring");
   const std::size_t batch = state_slots.extent(0);
@@ -159,17 +168,9 @@ void run_verify(
                        &ring_slots, ring.extent(0), ring.extent(2), kRecurrencePools);
     check_gate_params(c, cfg, in);
   }
-  RecurrenceParams<ActT, StateT, RingT, M> p;
-  p.in = TokenReader<ActT, M>(in);
-  p.slots = state_slots;
-  p.state = state;
-  p.out.m_out = out;
-  p.ring_slots = ring_slots;
-  p.ring = ring;
-  p.ring_len = static_cast<int>(ring.extent(2));
   launch_recurrence<ExecSpace, ActT, StateT, RingT, true>(
       "gdn::recurrence_verify_ring::kernel", "gdn::recurrence_verify_ring::long_rows", space, cfg,
-      p);
+      recurrence_params(in, state_slots, state, out, ring_slots, ring));
 }
 
 template <class ExecSpace, class ActT, class StateT>

@@ -16,27 +16,6 @@
 namespace gdn {
 namespace Impl {
 
-/// Index checking mode of a lazy verify: the offsets; every row with tokens
-/// fits the history (a row longer than the capacity is an error here, a
-/// committing row without the checking mode); the state and history rows of
-/// the rows with tokens are in range and each used by one row (a slot's
-/// pending records belong to one request, and any row may store its state);
-/// the pending counts are at most the capacity.
-template <class ExecSpace, class M>
-void check_lazy_verify_indices(const ArgCheck& c, const ExecSpace& space,
-                               const IndexView<M>& offsets, std::size_t tokens,
-                               const IndexView<M>& slots, std::size_t pool_rows,
-                               const IndexView<M>& ring_slots, std::size_t history_rows,
-                               std::size_t capacity, const Ledger<M>& ledger) {
-  const RowRoles r = check_lazy_rows(c, space, offsets, tokens, slots, ring_slots, capacity);
-  check_rows(c, "state_slots", "state.extent(0)", r.slots, r.used, r.used, pool_rows, 0,
-             "pool row");
-  check_rows(c, "ring_slots", "lazy.history.extent(0)", r.ring_slots, r.used, r.used,
-             history_rows, 0, "history row");
-  check_pending(c, host_copy_2d(ledger), ledger.extent(1), r.ring_slots, r.used, capacity,
-                "ring_slots", 0);
-}
-
 /// The fold kernel's parameters in its lazy mode (state_flush, and the
 /// commit before a lazy verify), with the conv pools of width `width` or none.
 template <class StateT, class RingT, class M>
@@ -104,6 +83,34 @@ long long lazy_fold_items(const HeadConfig& cfg, std::size_t layers, std::size_t
   return items;
 }
 
+/// recurrence_verify_lazy's argument checks (`c` names the call): the shapes,
+/// the history ring and its ledger, the leagues of the verify and of the
+/// commit before it (`commit_items`), and in the checking mode the indices and
+/// the gate parameters.
+template <class ExecSpace, class Inputs, class StateT, class RingT>
+void check_verify_lazy(
+    const ArgCheck& c, const ExecSpace& space, const HeadConfig& cfg, const Inputs& in,
+    const IndexView<typename ExecSpace::memory_space>& state_slots,
+    const PoolView<StateT, typename ExecSpace::memory_space>& state,
+    const OutView<typename Inputs::activation_type, typename ExecSpace::memory_space>& out,
+    const IndexView<typename ExecSpace::memory_space>& ring_slots,
+    const PoolView<RingT, typename ExecSpace::memory_space>& history,
+    const Ledger<typename ExecSpace::memory_space>& ledger, long long commit_items) {
+  const std::size_t batch = state_slots.extent(0);
+  const std::size_t tokens = check_recurrence_shapes(c, cfg, in, batch, state, out);
+  check_ring_slots(c, ring_slots, batch);
+  check_ring(c, cfg, history, batch > 0, "lazy.history");
+  check_ledger(c, ledger, history.extent(0), history.extent(2));
+  check_league(c, "state_slots", recurrence_items(cfg, batch));
+  check_league(c, "state_slots", commit_items);
+  if (index_checking_enabled()) {
+    check_lazy_verify_indices(c, space, in.row_offsets, tokens, state_slots, state.extent(0),
+                              ring_slots, history.extent(0), history.extent(2), ledger,
+                              kLazyPools);
+    check_gate_params(c, cfg, in);
+  }
+}
+
 /// recurrence_verify_lazy for either input form: validate, then three
 /// launches (lazy_kernel.hpp): the commit of the rows whose window does not
 /// fit behind their pending records, the ledger of those rows, the verify.
@@ -120,20 +127,11 @@ void run_verify_lazy(
   using ActT = typename Inputs::activation_type;
   const ArgCheck c("gdn::recurrence_verify_lazy");
   const std::size_t batch = state_slots.extent(0);
-  const std::size_t tokens = check_recurrence_shapes(c, cfg, in, batch, state, out);
-  check_ring_slots(c, ring_slots, batch);
-  check_ring(c, cfg, history, batch > 0, "lazy.history");
-  check_ledger(c, ledger, history.extent(0), history.extent(2));
-  check_league(c, "state_slots", recurrence_items(cfg, batch));
   const long long commit_items = lazy_fold_items<ExecSpace, StateT, RingT>(cfg, 1, batch);
-  check_league(c, "state_slots", commit_items);
-  const std::size_t capacity = history.extent(2);
-  if (index_checking_enabled()) {
-    check_lazy_verify_indices<ExecSpace, M>(c, space, in.row_offsets, tokens, state_slots,
-                                            state.extent(0), ring_slots, history.extent(0),
-                                            capacity, ledger);
-    check_gate_params(c, cfg, in);
-  }
+  check_verify_lazy(c, space, cfg, in, state_slots, state, out, ring_slots, history, ledger,
+                    commit_items);
+  // The rows whose window would overflow their history commit first, then the
+  // ledger takes the window, then the verify runs behind the pending records.
   FoldParams<StateT, RingT, M> fp =
       lazy_fold_params(cfg, one_layer(state_slots), state, one_layer(ring_slots),
                        Kokkos::View<const RingT****, Kokkos::LayoutRight, M>(history), ledger);
@@ -141,15 +139,9 @@ void run_verify_lazy(
   launch_lazy_fold("gdn::recurrence_verify_lazy::commit", space, cfg, fp, commit_items, 0, true);
   launch_ledger("gdn::recurrence_verify_lazy::ledger", space, static_cast<long long>(batch),
                 LedgerBeforeVerify<ExecSpace>{ledger, in.row_offsets, state_slots, ring_slots,
-                                              static_cast<int>(capacity)});
-  RecurrenceParams<ActT, StateT, RingT, M> p;
-  p.in = TokenReader<ActT, M>(in);
-  p.slots = state_slots;
-  p.state = state;
-  p.out.m_out = out;
-  p.ring_slots = ring_slots;
-  p.ring = history;
-  p.ring_len = static_cast<int>(capacity);
+                                              static_cast<int>(history.extent(2))});
+  RecurrenceParams<ActT, StateT, RingT, M> p =
+      recurrence_params(in, state_slots, state, out, ring_slots, history);
   p.ledger = ledger;
   launch_recurrence<ExecSpace, ActT, StateT, RingT, true, true>(
       "gdn::recurrence_verify_lazy::kernel", "gdn::recurrence_verify_lazy::long_rows", space,

@@ -573,6 +573,17 @@ struct PoolNames {
   const char* ring_row;      // "ring row"
 };
 
+/// The pools' names of the recurrent calls, the conv calls and the lazy
+/// verifies (their history rings).
+inline constexpr PoolNames kRecurrencePools{"state.extent(0)", "pool row", "ring.extent(0)",
+                                            "ring row"};
+inline constexpr PoolNames kConvPools{"conv_state.extent(0)", "conv state row",
+                                      "conv_ring.extent(0)", "conv ring row"};
+inline constexpr PoolNames kLazyPools{"state.extent(0)", "pool row", "lazy.history.extent(0)",
+                                      "history row"};
+inline constexpr PoolNames kConvHistoryPools{"conv_state.extent(0)", "conv state row",
+                                             "conv_history.extent(0)", "history row"};
+
 /// Index checking mode of a forward or verify, recurrent or conv: the
 /// offsets, the state rows (recording rows only read theirs, several may
 /// share one; a committing row writes its row, so no other row of the call
@@ -609,6 +620,56 @@ RowRoles check_lazy_rows(const ArgCheck& c, const ExecSpace& space, const Index&
     }
   }
   return r;
+}
+
+/// Index checking mode of a lazy verify, recurrent or conv: the offsets; every
+/// row with tokens fits the history (check_lazy_rows); the state and history
+/// rows of the rows with tokens are in range and each used by one row (a
+/// slot's pending records belong to one request, and any row may store its
+/// state); the pending counts are at most the capacity.
+template <class ExecSpace, class Index, class LedgerT>
+void check_lazy_verify_indices(const ArgCheck& c, const ExecSpace& space, const Index& offsets,
+                               std::size_t tokens, const Index& slots, std::size_t pool_rows,
+                               const Index& ring_slots, std::size_t history_rows,
+                               std::size_t capacity, const LedgerT& ledger,
+                               const PoolNames& names) {
+  const RowRoles r = check_lazy_rows(c, space, offsets, tokens, slots, ring_slots, capacity);
+  check_rows(c, "state_slots", names.state_extent, r.slots, r.used, r.used, pool_rows, 0,
+             names.state_row);
+  check_rows(c, "ring_slots", names.ring_extent, r.ring_slots, r.used, r.used, history_rows, 0,
+             names.ring_row);
+  check_pending(c, host_copy_2d(ledger), ledger.extent(1), r.ring_slots, r.used, capacity,
+                "ring_slots", 0);
+}
+
+/// conv1d_verify_lazy's checks (`c` names the call): the call's shapes, the
+/// conv history (a row per ledger row, `capacity` inputs each) and its
+/// ledger, and in the checking mode the indices. Returns W.
+template <class ExecSpace, class Inputs, class Index, class StatePool, class Out,
+          class LedgerT>
+int check_conv_verify_lazy(const ArgCheck& c, const ExecSpace& space, const HeadConfig& cfg,
+                           const Inputs& in, const Index& state_slots,
+                           const StatePool& conv_state, const Out& out, const Index& ring_slots,
+                           const StatePool& conv_history, std::size_t capacity,
+                           const LedgerT& ledger) {
+  const std::size_t batch = state_slots.extent(0);
+  const int width = check_conv_call(c, cfg, in, batch, conv_state, out);
+  check_ring_slots(c, ring_slots, batch);
+  check_ledger(c, ledger, ledger.extent(0), capacity);
+  check_conv_ring(c, "conv_history", cfg.conv_dim(), conv_history, batch > 0);
+  if (!(conv_history.extent(0) == ledger.extent(0) && conv_history.extent(1) == capacity)) {
+    c.fail("conv_history",
+           "shape [ring_rows, capacity, >= conv_dim] with ring_rows = " +
+               to_str(ledger.extent(0)) + " and capacity = " + to_str(capacity) +
+               " (lazy.history.extent(0) and extent(2))",
+           "shape " + extents_str(conv_history));
+  }
+  if (index_checking_enabled()) {
+    check_lazy_verify_indices(c, space, in.row_offsets, in.qkv.extent(0), state_slots,
+                              conv_state.extent(0), ring_slots, conv_history.extent(0), capacity,
+                              ledger, kConvHistoryPools);
+  }
+  return width;
 }
 
 /// The conv history of a flush against the lazy ring: a row per history row.
