@@ -336,6 +336,21 @@ TEST(LazyCommit, WithTheConvLongWindowsAndCommittingRows) {
   lazy_matches_eager<float, float, gdn::bf16>(ls);
 }
 
+// A short flow that still takes every path (a verify behind pending records, a commit on
+// overflow, flushes, the conv, a bf16 state): small enough to run under compute-sanitizer's
+// racecheck and memcheck in seconds.
+TEST(LazyCommit, ShortFlowTakesEveryPath) {
+  LazySpec ls;
+  ls.cfg = grouped();
+  ls.layers = 1;
+  ls.capacity = 6;
+  ls.steps = 16;
+  ls.flush_prob = 0.3;
+  ls.conv_width = 4;
+  ls.seed = 21;
+  lazy_matches_eager<gdn::bf16, float, gdn::bf16>(ls);
+}
+
 TEST(LazyCommit, CheckingModeAcceptsAValidFlow) {
   const Checking on(true);
   LazySpec ls;
