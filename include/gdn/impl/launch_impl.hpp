@@ -35,6 +35,15 @@ namespace Impl {
 template <class Kernel, class ExecSpace>
 void launch_team_kernel(const char* label, const ExecSpace& space, Kernel&& kernel) {
   using K = std::decay_t<Kernel>;
+#if defined(KOKKOS_ENABLE_CUDA)
+  // Kokkos 3.4's CUDA team launch keeps 8 * (team size + 2) bytes of a block's
+  // 48 KB of shared memory for itself and throws from inside parallel_for above
+  // the rest, which also leaves Kokkos' allocation tracking off for the thread:
+  // a kernel's scratch must fit.
+  static_assert(!std::is_same<ExecSpace, Kokkos::Cuda>::value ||
+                    K::scratch_bytes() + 8 * (K::kThreads + 2) <= 48 * 1024,
+                "team scratch above the CUDA TeamPolicy limit of Kokkos");
+#endif
   if (kernel.m_items == 0) return;
   const long long league = K::league(space, kernel.m_items);
   typename K::Policy policy(space, static_cast<int>(league), K::kThreads);
