@@ -74,13 +74,14 @@ KOKKOS_FORCEINLINE_FUNCTION float block_tree(float (&b)[NB]) {
 /// `sum_i x[i] * y[i]` over `D` floats in the canonical order (the Gram
 /// entries and the norms) by a GPU lane group of `D / 16` lanes: lane `l`
 /// runs block `l`'s chain, then the xor butterfly of lane_all_sum (the same
-/// tree); every lane of the group ends with the same bits. The host's
+/// tree); every lane of the group ends with the same bits. Block `l` starts
+/// at `x + l * BlockLd` (ChunkScratch's staged layout). The host's
 /// mapping: interleaved_dot (host_algebra.hpp).
-template <int Lanes, int D>
+template <int Lanes, int D, int BlockLd = kBlockRows>
 KOKKOS_FORCEINLINE_FUNCTION float group_dot(const float* x, const float* y, int lane,
                                             unsigned mask) {
   static_assert(D % kBlockRows == 0 && Lanes == D / kBlockRows, "a lane per block");
-  const float acc = block_chain(x + lane * kBlockRows, y + lane * kBlockRows);
+  const float acc = block_chain(x + lane * BlockLd, y + lane * BlockLd);
   return lane_all_sum<Lanes>(acc, mask);
 }
 
@@ -102,7 +103,8 @@ KOKKOS_FORCEINLINE_FUNCTION float fold_record(float s, float k, float u, float a
 
 /// \brief Staged inputs and intermediates of one chunk in team scratch.
 ///
-/// Row-major, `C = chunk_tokens` rows: `k`, `q` [C][Dk] (raw), `v`, `p`, `r`,
+/// Row-major, `C = chunk_tokens` rows: `k`, `q` [C][kLd] (raw; the 16-row
+/// blocks of a token `BlockLd` floats apart, `at`), `v`, `p`, `r`,
 /// `u` [C][Cols] (the team's tile of columns), per-token scalars [C] (`a`
 /// decay, `beta`, `kinv`, `qf`, `gam` = Gam_j), and the step-3 coefficients
 /// [C][C]: `akk(j, i) = g(j, i) * (k_i . k_j)` for i < j,
@@ -111,12 +113,22 @@ KOKKOS_FORCEINLINE_FUNCTION float fold_record(float s, float k, float u, float a
 /// (step 3 reads `v_j[c]` just before the same thread writes `u_j[c]`), and
 /// `dkk`, `dkq` [C][C] hold the key head's raw dot products `k_i . k_j` and
 /// `k_i . q_j`, computed once for all of its value heads.
-template <int Dk, int C, int Cols = kTiledCols, bool KeyDots = false>
+///
+/// `BlockLd` > 16 pads each 16-row block of a staged key or query: where the
+/// lanes of a column group each read their own block at once (the tiled
+/// kernel's mapping), a stride of 20 floats puts the eight lanes' 16-byte
+/// words in eight different groups of four banks instead of two. Only the
+/// addresses change, never an operation or its order.
+template <int Dk, int C, int Cols = kTiledCols, bool KeyDots = false, int BlockLd = kBlockRows>
 struct ChunkScratch {
+  static_assert(BlockLd >= kBlockRows && BlockLd % 4 == 0, "16-byte aligned blocks");
   static constexpr int kDk = Dk;
   static constexpr int kC = C;
   static constexpr int kCols = Cols;
-  static constexpr int kVec = C * Dk;
+  static constexpr int kBlockLd = BlockLd;
+  /// Floats from one token's staged key (or query) to the next.
+  static constexpr int kLd = Dk / kBlockRows * BlockLd;
+  static constexpr int kVec = C * kLd;
   static constexpr int kTile = C * Cols;
   static constexpr int kPad4 = (C + 3) / 4 * 4;
   static constexpr int kCoef = (C * C + 3) / 4 * 4;
@@ -139,6 +151,11 @@ struct ChunkScratch {
   float* akq;
   float* dkk = nullptr;
   float* dkq = nullptr;
+
+  /// Offset of row `i` of token `j`'s staged key (or query) from `k` (`q`).
+  KOKKOS_FORCEINLINE_FUNCTION static constexpr int at(int j, int i) {
+    return j * kLd + i / kBlockRows * BlockLd + i % kBlockRows;
+  }
 
   /// Carve the regions out of `base` (16-byte aligned, kFloats long).
   KOKKOS_INLINE_FUNCTION explicit ChunkScratch(float* base) {
@@ -183,15 +200,15 @@ KOKKOS_FORCEINLINE_FUNCTION void decay_products(const float* a, int j, int i, fl
 template <int Lanes, class S>
 KOKKOS_FORCEINLINE_FUNCTION void key_pair_dots(const S& s, int j, int i, int lane, unsigned mask,
                                                float q_scale, float& kk, float& kq) {
-  constexpr int Dk = S::kDk;
-  const float* kj = s.k + j * Dk;
-  const float* ki = s.k + i * Dk;
-  const float* qj = s.q + j * Dk;
-  kq = group_dot<Lanes, Dk>(ki, qj, lane, mask);
-  kk = i < j ? group_dot<Lanes, Dk>(ki, kj, lane, mask) : 0.0f;
+  constexpr int Dk = S::kDk, Ld = S::kBlockLd;
+  const float* kj = s.k + S::at(j, 0);
+  const float* ki = s.k + S::at(i, 0);
+  const float* qj = s.q + S::at(j, 0);
+  kq = group_dot<Lanes, Dk, Ld>(ki, qj, lane, mask);
+  kk = i < j ? group_dot<Lanes, Dk, Ld>(ki, kj, lane, mask) : 0.0f;
   if (i == j) {
-    const float kn = group_dot<Lanes, Dk>(kj, kj, lane, mask);
-    const float qn = group_dot<Lanes, Dk>(qj, qj, lane, mask);
+    const float kn = group_dot<Lanes, Dk, Ld>(kj, kj, lane, mask);
+    const float qn = group_dot<Lanes, Dk, Ld>(qj, qj, lane, mask);
     if (lane == 0) {
       s.kinv[j] = norm_factor(kn, 1.0f);
       s.qf[j] = norm_factor(qn, q_scale);
@@ -246,9 +263,9 @@ KOKKOS_FORCEINLINE_FUNCTION void project(const float (&st)[Rows][Cols], const S&
   constexpr int kLd = S::kCols;
   static_assert(Rows == kBlockRows && Lanes == Dk / kBlockRows, "a lane per block");
   static_assert(Lanes == 2 * Cols, "lane_reduce_scatter leaves one of the 2 x Cols sums per lane");
-  const float* kj = s.k + j * Dk;
-  const float* qj = s.q + j * Dk;
-  const int r0 = lane * kBlockRows;
+  const float* kj = s.k + S::at(j, 0);
+  const float* qj = s.q + S::at(j, 0);
+  const int r0 = lane * S::kBlockLd;
   float acc[2 * Cols];
   GDN_UNROLL
   for (int c = 0; c < 2 * Cols; ++c) acc[c] = 0.0f;
@@ -413,7 +430,8 @@ KOKKOS_FORCEINLINE_FUNCTION void delta_readout_column(const S& s, int n, int c,
 }
 
 /// Step 4 on a thread's fragment: records j = 0 .. n-1 in order, key rows
-/// from `k + j * k_stride` (this lane's rows), delta factors from
+/// from `k + j * k_stride + lane * lane_ld` (this lane's rows; `lane_ld`
+/// defaults to `Rows`, ChunkScratch::kBlockLd for its staged keys), delta factors from
 /// `u + j * u_stride` (this thread's columns), decays `a[j * a_stride]`.
 /// Every element takes the records in the same order; a GPU thread sweeps
 /// its registers once per record, the host applies all records to a row's
@@ -421,9 +439,11 @@ KOKKOS_FORCEINLINE_FUNCTION void delta_readout_column(const S& s, int n, int c,
 template <int Lanes, int Rows, int Cols>
 KOKKOS_FORCEINLINE_FUNCTION void fold_fragment(float (&st)[Rows][Cols], int lane, int n,
                                                const float* k, int k_stride, const float* u,
-                                               int u_stride, const float* a, int a_stride) {
+                                               int u_stride, const float* a, int a_stride,
+                                               int lane_ld = Rows) {
   if constexpr (Lanes == 1) {
     (void)lane;
+    (void)lane_ld;
     constexpr int CB = Cols < kHostFoldCols ? Cols : kHostFoldCols;
     for (int cb = 0; cb < Cols; cb += CB) {
       for (int i = 0; i < Rows; ++i) {
@@ -449,7 +469,7 @@ KOKKOS_FORCEINLINE_FUNCTION void fold_fragment(float (&st)[Rows][Cols], int lane
       GDN_UNROLL
       for (int i = 0; i < Rows; i += 4) {
         float kr[4];
-        load4(k + j * k_stride + lane * Rows + i, kr);
+        load4(k + j * k_stride + lane * lane_ld + i, kr);
         GDN_UNROLL
         for (int e = 0; e < 4; ++e) {
           GDN_UNROLL

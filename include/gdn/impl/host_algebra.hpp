@@ -49,6 +49,7 @@ KOKKOS_INLINE_FUNCTION void host_project(const float (&st)[Rows][Cols], const S&
   constexpr int kLd = S::kCols;
   constexpr int kNB = Dk / kBlockRows;
   static_assert(Rows == Dk, "the thread holds every row");
+  static_assert(S::kLd == Dk, "keys and queries staged without padding");
   const float* const kj = s.k + j * Dk;
   const float* const qj = s.q + j * Dk;
   float bk[kNB][Cols], bq[kNB][Cols];
@@ -111,6 +112,7 @@ template <class S>
 KOKKOS_INLINE_FUNCTION void host_chunk_coefficients(const S& s, int n, float q_scale) {
   constexpr int Dk = S::kDk;
   constexpr int C = S::kC;
+  static_assert(S::kLd == Dk, "keys and queries staged without padding");
   float kt[C * Dk], qt[C * Dk];
   for (int j = 0; j < n; ++j) {
     interleave_blocks<Dk>(s.k + j * Dk, kt + j * Dk);

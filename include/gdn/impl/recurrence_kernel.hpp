@@ -62,7 +62,11 @@ struct RecurrenceKernel {
   static constexpr int kRows = Dk / kLanes;  // fragment rows per thread
   static constexpr int kC = chunk_tokens;
   static constexpr int kTiles = Dk / kTiledCols;  // tiles per head
-  using Scratch = ChunkScratch<Dk, kC>;
+  /// Staged keys and queries: on the GPU each 16-row block padded to 20
+  /// floats, so a column group's eight lanes read their blocks without bank
+  /// conflicts (ChunkScratch).
+  static constexpr int kBlockLd = kLanes > 1 ? kBlockRows + 4 : kBlockRows;
+  using Scratch = ChunkScratch<Dk, kC, kTiledCols, false, kBlockLd>;
   using Policy = Kokkos::TeamPolicy<ExecSpace, Kokkos::LaunchBounds<kThreads, Traits::min_teams>,
                                     TeamKernelLaunch>;
   using Member = typename Policy::member_type;
@@ -78,11 +82,14 @@ struct RecurrenceKernel {
 
   /// Gate values each thread stages per chunk.
   static constexpr int kGateSteps = (kC + kThreads - 1) / kThreads;
-  /// Floats of the bf16 staging area (raw k, q, v of a chunk; none for float activations).
+  /// Floats of the bf16 staging area (raw k, q, v of a chunk; none for float
+  /// activations). It lies over the p, r and u regions, which no thread uses
+  /// from the barrier before `stage` to the barrier after it.
   static constexpr int kRawFloats =
       std::is_same<ActT, float>::value ? 0 : kC * (2 * Dk + kTiledCols) / 2;
+  static_assert(kRawFloats <= 3 * Scratch::kTile, "the raw chunk fits over p, r and u");
   /// Floats of scratch before the long-row list, and with it.
-  static constexpr int kScratchFloats = Scratch::kFloats + kRawFloats + 4;
+  static constexpr int kScratchFloats = Scratch::kFloats + 4;
   static constexpr int kListFloats = kScratchFloats + kThreads + 1;
   /// Team scratch in bytes (16 bytes of slack for alignment).
   static constexpr int scratch_bytes() { return int(sizeof(float)) * kListFloats; }
@@ -172,7 +179,7 @@ struct RecurrenceKernel {
     const int tcol = tile * kTiledCols;  // the tile's first column in the head
 
     const Scratch s(align16(base));
-    ActT* const raw_act = reinterpret_cast<ActT*>(s.k + Scratch::kFloats);  // bf16 staging
+    ActT* const raw_act = reinterpret_cast<ActT*>(s.p);  // bf16 staging, over p, r and u
 
     StateT* const srow = &m.state(it.slot, h, 0, tcol + col0);  // row 0 of the fragment
     float st[kRows][kCols];
@@ -231,7 +238,8 @@ struct RecurrenceKernel {
       if (record) write_key_records(team, s, int(it.ring_row), pos0 + c0, n, kh, g, tile);
       if (!record || c0 + n < len) {
         team.team_barrier();  // every column's delta factors are in scratch
-        fold_fragment<kLanes>(st, lane, n, s.k, Dk, s.u + col0, kTiledCols, s.a, 1);
+        fold_fragment<kLanes>(st, lane, n, s.k, Scratch::kLd, s.u + col0, kTiledCols, s.a, 1,
+                              kBlockLd);
       }
     }
     if (!record) {
@@ -258,7 +266,7 @@ struct RecurrenceKernel {
       team.team_barrier();  // the last records' (or item's) readers are done with scratch
       for (int e = rank; e < cnt * Dk; e += kThreads) {
         const int j = e / Dk, i = e % Dk;
-        stage_ring_value(s.k + e, &m.ring(row, kh, p0 + j, lay.key_offset() + i));
+        stage_ring_value(s.k + Scratch::at(j, i), &m.ring(row, kh, p0 + j, lay.key_offset() + i));
       }
       for (int e = rank; e < cnt * kTiledCols; e += kThreads) {
         const int j = e / kTiledCols, c = e % kTiledCols;
@@ -268,8 +276,8 @@ struct RecurrenceKernel {
       async_wait();
       team.team_barrier();
       fold_steps<StateT>(st, m.ledger, row, p0, cnt, [&](int j, int cn) {
-        fold_fragment<kLanes>(st, lane, cn, s.k + j * Dk, Dk, s.u + col0 + j * kTiledCols,
-                              kTiledCols, s.a + j, 1);
+        fold_fragment<kLanes>(st, lane, cn, s.k + Scratch::at(j, 0), Scratch::kLd,
+                              s.u + col0 + j * kTiledCols, kTiledCols, s.a + j, 1, kBlockLd);
       });
     }
   }
@@ -320,8 +328,8 @@ struct RecurrenceKernel {
       for (int e = rank; e < n * kW; e += kThreads) {
         const int j = e / kW, w = kE * (e % kW);
         if constexpr (kFloat) {
-          async_copy<16>(s.k + kE * e, &x(t + j, kc + w));
-          async_copy<16>(s.q + kE * e, &x(t + j, qc + w));
+          async_copy<16>(s.k + Scratch::at(j, w), &x(t + j, kc + w));
+          async_copy<16>(s.q + Scratch::at(j, w), &x(t + j, qc + w));
         } else {
           async_copy<16>(rk + kE * e, &x(t + j, kc + w));
           async_copy<16>(rq + kE * e, &x(t + j, qc + w));
@@ -335,8 +343,8 @@ struct RecurrenceKernel {
     } else {
       for (int e = rank; e < n * Dk; e += kThreads) {
         const int j = e / Dk, i = e % Dk;
-        stage_value(s.k + e, &x(t + j, kc + i));
-        stage_value(s.q + e, &x(t + j, qc + i));
+        stage_value(s.k + Scratch::at(j, i), &x(t + j, kc + i));
+        stage_value(s.q + Scratch::at(j, i), &x(t + j, qc + i));
       }
       for (int e = rank; e < n * kTiledCols; e += kThreads) {
         const int j = e / kTiledCols, c = e % kTiledCols;
@@ -392,10 +400,11 @@ struct RecurrenceKernel {
     const ActT* const rv = rq + kC * Dk;
     float v8[8];
     for (int e = rank; e < n * kW; e += kThreads) {
+      const int to = Scratch::at(e / kW, 8 * (e % kW));  // 8 values within one 16-row block
       load_frag<8>(rk + 8 * e, v8);
-      store_frag<8>(s.k + 8 * e, v8);
+      store_frag<8>(s.k + to, v8);
       load_frag<8>(rq + 8 * e, v8);
-      store_frag<8>(s.q + 8 * e, v8);
+      store_frag<8>(s.q + to, v8);
     }
     for (int e = rank; e < n * kVW; e += kThreads) {
       load_frag<8>(rv + 8 * e, v8);
@@ -438,7 +447,8 @@ struct RecurrenceKernel {
     if (g == 0) {
       for (int e = rank; e < n * Dk; e += kThreads) {
         const int j = e / Dk, i = e % Dk;
-        m.ring(row, kh, c0 + j, RingLayout{Dk, Dk, m.group}.key_offset() + i) = RingT(s.k[e]);
+        m.ring(row, kh, c0 + j, RingLayout{Dk, Dk, m.group}.key_offset() + i) =
+            RingT(s.k[Scratch::at(j, i)]);
       }
     }
     const int aoff = RingLayout{Dk, Dk, m.group}.decay_offset(g);
