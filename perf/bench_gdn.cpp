@@ -8,7 +8,9 @@
 //                                           written, state read and not written
 //   prefill/D<d>/state:<s>/B:<b>/T:<t>      recurrence_fwd over B prompts of T tokens each
 //                                           (B x T in 1 x 1024, 1 x 4096, 1 x 8192,
-//                                           4 x 4096, 16 x 4096; D = 128)
+//                                           4 x 4096, 16 x 4096; D = 128), with a
+//                                           workspace (gdn::Workspace, allocated
+//                                           before timing) where gdn has one
 //   fold/D<d>/state:<s>/L:<l>/B:<b>/T:<t>   RING_LEN = T, num_accepted = T for every
 //                                           row; L = 1 (one layer per launch) and
 //                                           L = 36 (the GDN layers of a
@@ -145,6 +147,12 @@
 #define GDN_BENCH_ENGINE_INPUTS 1
 #else
 #define GDN_BENCH_ENGINE_INPUTS 0
+#endif
+// The forward's workspace (the prefill cases pass one).
+#if __has_include(<gdn/workspace.hpp>)
+#define GDN_BENCH_WORKSPACE 1
+#else
+#define GDN_BENCH_WORKSPACE 0
 #endif
 // The lazy flow (the step cases' lazy variant).
 #if __has_include(<gdn/lazy_commit.hpp>)
@@ -586,6 +594,13 @@ void run_recurrence(benchmark::State& st, const Case& c, const Settings& s) {
   space.fence();
   Timing t;
   const auto time_with = [&](const auto& in) {
+#if GDN_BENCH_WORKSPACE
+    if (c.kernel == Kernel::Prefill) {
+      const gdn::Workspace<Mem> ws("gdn_bench::workspace", cfg, tok.out.extent(0), c.batch);
+      return time_calls(
+          s, [&] { gdn::recurrence_fwd(space, cfg, in, tok.slots, state, tok.out, ws); });
+    }
+#endif
     if (c.kernel == Kernel::Fwd || c.kernel == Kernel::Prefill) {
       return time_calls(s, [&] { gdn::recurrence_fwd(space, cfg, in, tok.slots, state, tok.out); });
     }

@@ -133,15 +133,22 @@ Dense2D<ActT> make_out_as(const Problem& p) {
 }
 
 // The public calls with the input form of `d`.
+// (`ws`: the forward with that workspace, else without one)
 template <class ActT, class StateT>
-void fwd(const Dev<ActT>& d, const Index& slots, const Pool<StateT>& S, const Dense2D<ActT>& out) {
+void fwd(const Dev<ActT>& d, const Index& slots, const Pool<StateT>& S, const Dense2D<ActT>& out,
+         const gdn::Workspace<Mem>* ws = nullptr) {
   const ExecSpace space;
+  const auto run = [&](const auto& in) {
+    if (ws != nullptr) {
+      gdn::recurrence_fwd(space, d.cfg, in, slots, S, out, *ws);
+    } else {
+      gdn::recurrence_fwd(space, d.cfg, in, slots, S, out);
+    }
+  };
   if (d.form == Form::Given) {
-    const gdn::TokenInputs<Mem, ActT> in{d.qkv, d.g0, d.g1, d.offsets};
-    gdn::recurrence_fwd(space, d.cfg, in, slots, S, out);
+    run(gdn::TokenInputs<Mem, ActT>{d.qkv, d.g0, d.g1, d.offsets});
   } else {
-    const gdn::GateInputs<Mem, ActT> in{d.qkv, d.g0, d.g1, d.A_log, d.dt_bias, d.offsets};
-    gdn::recurrence_fwd(space, d.cfg, in, slots, S, out);
+    run(gdn::GateInputs<Mem, ActT>{d.qkv, d.g0, d.g1, d.A_log, d.dt_bias, d.offsets});
   }
 }
 
@@ -262,6 +269,38 @@ void cycles(Form form) {
 TEST(Activations, Bf16GivenGatesVerifyForwardFold) { cycles<gdn::bf16>(Form::Given); }
 TEST(Gates, FloatRawGatesVerifyForwardFold) { cycles<float>(Form::Gates); }
 TEST(Gates, Bf16RawGatesVerifyForwardFold) { cycles<gdn::bf16>(Form::Gates); }
+
+// ---------------------------------------------------------------------------
+// The forward with a workspace (the parallel pass's coefficients) gives the
+// bits of the forward without one, for every input form, activation and state type.
+template <class ActT, class StateT>
+void workspace_same_bits(Form form) {
+  SCOPED_TRACE(std::string(form_name(form)) + (is_bf16<ActT> ? ", bf16" : ", float") +
+               " activations, " + (is_bf16<StateT> ? "bf16" : "float") + " state");
+  const auto cfg = heads(2, 4, 128);
+  const std::vector<int> lens = {3 * C + 5, 0, 1, C, C + 1, 2 * C};
+  const Host h = make_host(cfg, lens, 321, form, is_bf16<ActT>);
+  const Dev<ActT> d = upload_as<ActT>(h);
+  const Index slots = to_device(iota_u32(int(lens.size())));
+  const auto S0 = make_state<StateT>(int(lens.size()), cfg, 322);
+  auto S_plain = clone(S0), S_ws = clone(S0);
+  auto out_plain = make_out_as<ActT>(h.p), out_ws = make_out_as<ActT>(h.p);
+  const gdn::Workspace<Mem> ws("gdn_test::workspace", cfg, h.p.tokens(), lens.size());
+  fwd(d, slots, S_plain, out_plain);
+  fwd(d, slots, S_ws, out_ws, &ws);
+  ExecSpace().fence();
+  EXPECT_TRUE(same_bytes(bytes_of(S_plain), bytes_of(S_ws))) << "state";
+  EXPECT_TRUE(same_bits(floats_2d(out_plain), floats_2d(out_ws))) << "outputs";
+}
+
+TEST(Workspace, SameBitsForEveryInputForm) {
+  for (Form form : {Form::Given, Form::Gates}) {
+    workspace_same_bits<float, float>(form);
+    workspace_same_bits<gdn::bf16, float>(form);
+    workspace_same_bits<gdn::bf16, gdn::bf16>(form);
+  }
+  workspace_same_bits<float, gdn::bf16>(Form::Gates);
+}
 
 // ---------------------------------------------------------------------------
 // A forward over L tokens == forwards over pieces split at multiples of C.

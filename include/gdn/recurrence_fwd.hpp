@@ -11,6 +11,7 @@
 #include <gdn/impl/launch.hpp>
 #include <gdn/impl/profiling.hpp>
 #include <gdn/impl/static_checks.hpp>
+#include <gdn/workspace.hpp>
 
 #include <Kokkos_Core.hpp>
 
@@ -25,7 +26,8 @@ namespace Impl {
 template <class ExecSpace, class Inputs, class SlotsView, class StateView, class OutView>
 void recurrence_fwd_checked(const ExecSpace& space, const HeadConfig& cfg, const Inputs& inputs,
                             const SlotsView& state_slots, const StateView& state,
-                            const OutView& out) {
+                            const OutView& out,
+                            const Workspace<typename ExecSpace::memory_space>* workspace) {
   using M = typename ExecSpace::memory_space;
   GDN_IMPL_STATIC_ASSERT_FWD_ARGS("gdn::recurrence_fwd", "is written", ExecSpace, Inputs, SlotsView,
                                   StateView, OutView);
@@ -35,7 +37,8 @@ void recurrence_fwd_checked(const ExecSpace& space, const HeadConfig& cfg, const
   using StateT = typename SP::value_type;
   FwdLauncher<ExecSpace, ActT, StateT>::run(space, cfg, inputs, IndexView<M>(state_slots),
                                             PoolView<StateT, M>(state),
-                                            Impl::OutView<ActT, M>(out));
+                                            Impl::OutView<ActT, M>(out),
+                                            workspace ? &workspace->view() : nullptr);
 }
 
 }  // namespace Impl
@@ -66,7 +69,7 @@ template <class ExecSpace, class SlotsView, class StateView, class OutView>
 void recurrence_fwd(const ExecSpace& space, const HeadConfig& cfg,
                     const TokenInputs<typename ExecSpace::memory_space>& inputs,
                     const SlotsView& state_slots, const StateView& state, const OutView& out) {
-  Impl::recurrence_fwd_checked(space, cfg, inputs, state_slots, state, out);
+  Impl::recurrence_fwd_checked(space, cfg, inputs, state_slots, state, out, nullptr);
 }
 
 /// \brief `recurrence_fwd` for the other inputs: `TokenInputs<M, gdn::bf16>`,
@@ -75,7 +78,39 @@ template <class ExecSpace, class Inputs, class SlotsView, class StateView, class
           Impl::EnableIfOtherInputs<ExecSpace, Inputs> = 0>
 void recurrence_fwd(const ExecSpace& space, const HeadConfig& cfg, const Inputs& inputs,
                     const SlotsView& state_slots, const StateView& state, const OutView& out) {
-  Impl::recurrence_fwd_checked(space, cfg, inputs, state_slots, state, out);
+  Impl::recurrence_fwd_checked(space, cfg, inputs, state_slots, state, out, nullptr);
+}
+
+/// \brief `recurrence_fwd` with a caller-owned workspace (workspace.hpp).
+///
+/// The same results, bit for bit, as the call without it. The workspace
+/// holds the coefficients of a parallel pass over every chunk of every row,
+/// which the sequential pass then reads: on CUDA this is the faster path
+/// for rows longer than chunk_tokens (long prompts; rows of at most one chunk
+/// run as without it). The call allocates nothing, so it can be captured in
+/// a CUDA graph.
+///
+/// \param workspace at least `workspace_bytes(cfg, tokens, B)` bytes, 16-byte
+///                  aligned (a `Workspace` or a `Kokkos::View<std::uint8_t*>`
+///                  in the execution space's memory space); its contents on
+///                  entry are ignored and on return are unspecified.
+/// \throws gdn::InvalidArgument as the call without it, and naming
+///         `workspace` with the bytes needed if it is too small or misaligned.
+template <class ExecSpace, class SlotsView, class StateView, class OutView>
+void recurrence_fwd(const ExecSpace& space, const HeadConfig& cfg,
+                    const TokenInputs<typename ExecSpace::memory_space>& inputs,
+                    const SlotsView& state_slots, const StateView& state, const OutView& out,
+                    const Workspace<typename ExecSpace::memory_space>& workspace) {
+  Impl::recurrence_fwd_checked(space, cfg, inputs, state_slots, state, out, &workspace);
+}
+
+/// \brief `recurrence_fwd` with a workspace for the other inputs (as above).
+template <class ExecSpace, class Inputs, class SlotsView, class StateView, class OutView,
+          Impl::EnableIfOtherInputs<ExecSpace, Inputs> = 0>
+void recurrence_fwd(const ExecSpace& space, const HeadConfig& cfg, const Inputs& inputs,
+                    const SlotsView& state_slots, const StateView& state, const OutView& out,
+                    const Workspace<typename ExecSpace::memory_space>& workspace) {
+  Impl::recurrence_fwd_checked(space, cfg, inputs, state_slots, state, out, &workspace);
 }
 
 }  // namespace gdn

@@ -3,6 +3,7 @@
 Skipped where torch has no CUDA device. Besides the shared cases of
 gdn_cases.py (the conv1d cases among them): device mismatches, explicit streams, and verify + fold
 captured in a torch.cuda.CUDAGraph and replayed with new inputs, also with padding rows (-1),
+a long-prompt forward with a workspace captured and replayed,
 a lazy decode loop (verify_lazy + lazy_accept) replayed from one capture, and (torch >= 2.4)
 a module calling torch.ops.gdn verify and fold compiled with torch.compile(fullgraph=True),
 then captured in a CUDA graph.
@@ -100,6 +101,38 @@ def test_first_use_of_a_stream_inside_a_capture_is_an_error():
     with pytest.raises(RuntimeError, match="prepare_stream"):
         with torch.cuda.graph(g, stream=fresh):
             gdn.recurrence_fwd(p.cfg, qkv, decay, beta, off, slots, state, out)
+
+
+def test_prefill_with_a_workspace_in_a_cuda_graph():
+    """A long-prompt forward with a workspace, captured once and replayed with new inputs:
+    the bits of eager calls without a workspace."""
+    lengths = [300, 17, 64]
+    base = Problem("cuda", nk=2, nv=4, dk=128, lengths=lengths, seed=7)
+    cfg = base.cfg
+    qkv, decay, beta, off, slots = base.inputs()
+    state, out = base.state(), base.out()
+    ws = torch.empty(gdn.workspace_bytes(cfg, sum(lengths), len(lengths)), dtype=torch.uint8,
+                     device="cuda")
+    gdn.recurrence_fwd(cfg, qkv, decay, beta, off, slots, state.clone(), out.clone(), workspace=ws)
+    torch.cuda.synchronize()
+    capture_stream = torch.cuda.Stream()
+    gdn.prepare_stream(capture_stream)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph, stream=capture_stream):
+        gdn.recurrence_fwd(cfg, qkv, decay, beta, off, slots, state, out, workspace=ws)
+    for step in range(2):
+        p = Problem("cuda", nk=2, nv=4, dk=128, lengths=lengths, seed=200 + step)
+        qkv.copy_(p.qkv)
+        decay.copy_(p.decay)
+        beta.copy_(p.beta)
+        state.copy_(p.state0)
+        graph.replay()
+        e_state, e_out = p.state(), p.out()
+        q2, d2, b2, off2, slots2 = p.inputs()
+        gdn.recurrence_fwd(cfg, q2, d2, b2, off2, slots2, e_state, e_out)
+        torch.cuda.synchronize()
+        assert bits_equal(out, e_out) and bits_equal(state, e_state)
+        assert rel_err(out, reference(p)[0]) <= 1e-4
 
 
 def test_verify_and_fold_in_a_cuda_graph():

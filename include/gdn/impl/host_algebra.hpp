@@ -104,12 +104,12 @@ KOKKOS_INLINE_FUNCTION float interleaved_dot(const float* xt, const float* yt) {
   return block_tree(p);
 }
 
-/// Step 2 and the norms of a whole chunk of `n` tokens for one value head
-/// (the host's chunk_coefficients over every pair i <= j < n): the staged
-/// keys and queries are interleaved once, then each pair's dots are
-/// interleaved_dot. Writes akk, akq, kinv, qf and gam as chunk_coefficients.
-template <class S>
-KOKKOS_INLINE_FUNCTION void host_chunk_coefficients(const S& s, int n, float q_scale) {
+/// The key head's dots of every pair i <= j < n of a chunk and its norms:
+/// the staged keys and queries are interleaved once, then each pair's dots
+/// are interleaved_dot; `kinv_j` and `qf_j` go to scratch, and
+/// `pair(j, i, kk, kq)` gets `kk = k_i . k_j` (0 for i == j) and `kq = k_i . q_j`.
+template <class S, class Pair>
+KOKKOS_INLINE_FUNCTION void host_chunk_dots(const S& s, int n, float q_scale, const Pair& pair) {
   constexpr int Dk = S::kDk;
   constexpr int C = S::kC;
   static_assert(S::kLd == Dk, "keys and queries staged without padding");
@@ -129,9 +129,30 @@ KOKKOS_INLINE_FUNCTION void host_chunk_coefficients(const S& s, int n, float q_s
         s.kinv[j] = norm_factor(interleaved_dot<Dk>(kj, kj), 1.0f);
         s.qf[j] = norm_factor(interleaved_dot<Dk>(qj, qj), q_scale);
       }
-      head_pair_coefficients(s, j, i, kk, kq);
+      pair(j, i, kk, kq);
     }
   }
+}
+
+/// Step 2 and the norms of a whole chunk of `n` tokens for one value head
+/// (the host's chunk_coefficients over every pair i <= j < n): writes akk,
+/// akq, kinv, qf and gam as chunk_coefficients.
+template <class S>
+KOKKOS_INLINE_FUNCTION void host_chunk_coefficients(const S& s, int n, float q_scale) {
+  host_chunk_dots(s, n, q_scale,
+                  [&](int j, int i, float kk, float kq) { head_pair_coefficients(s, j, i, kk, kq); });
+}
+
+/// The key head's dots and norms of a whole chunk (the host's key_pair_dots
+/// over every pair) into the KeyDots scratch: `dkk(j, i)` (i < j), `dkq(j, i)`,
+/// `kinv_j`, `qf_j`.
+template <class S>
+KOKKOS_INLINE_FUNCTION void host_key_dots(const S& s, int n, float q_scale) {
+  constexpr int C = S::kC;
+  host_chunk_dots(s, n, q_scale, [&](int j, int i, float kk, float kq) {
+    s.dkk[j * C + i] = kk;
+    s.dkq[j * C + i] = kq;
+  });
 }
 
 }  // namespace Impl

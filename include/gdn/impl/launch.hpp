@@ -15,21 +15,24 @@
 #include <gdn/impl/params.hpp>
 
 #include <cstddef>
+#include <cstdint>
 
 namespace gdn {
 namespace Impl {
 
 /// recurrence_fwd for one (execution space, activation type, state type), for
-/// either input form (TokenInputs: gates given; GateInputs: raw gates).
+/// either input form (TokenInputs: gates given; GateInputs: raw gates);
+/// `workspace`: the caller's (workspace.hpp), or null for the call without one.
 template <class ExecSpace, class ActT, class StateT>
 struct FwdLauncher {
   using M = typename ExecSpace::memory_space;
+  using WorkspaceView = Kokkos::View<std::uint8_t*, M>;
   static void run(const ExecSpace& space, const HeadConfig& cfg, const TokenInputs<M, ActT>& in,
                   const IndexView<M>& state_slots, const PoolView<StateT, M>& state,
-                  const OutView<ActT, M>& out);
+                  const OutView<ActT, M>& out, const WorkspaceView* workspace);
   static void run(const ExecSpace& space, const HeadConfig& cfg, const GateInputs<M, ActT>& in,
                   const IndexView<M>& state_slots, const PoolView<StateT, M>& state,
-                  const OutView<ActT, M>& out);
+                  const OutView<ActT, M>& out, const WorkspaceView* workspace);
 };
 
 /// recurrence_verify_ring for one (execution space, activation type, state type, ring type),

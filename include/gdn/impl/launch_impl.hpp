@@ -7,6 +7,7 @@
 
 #include <gdn/bf16.hpp>
 #include <gdn/config.hpp>
+#include <gdn/impl/coef_kernel.hpp>
 #include <gdn/impl/cuda_launch.hpp>
 #include <gdn/impl/fold_kernel.hpp>
 #include <gdn/impl/launch.hpp>
@@ -80,7 +81,17 @@ void launch_recurrence(const char* label, const char* long_label, const ExecSpac
     constexpr int D = decltype(dk)::value;
     using Kernel = RecurrenceKernel<ExecSpace, ActT, StateT, RingT, D, Verify, Lazy>;
     Kernel k{p, static_cast<int>(Kernel::items(batch, p.nv))};  // <= INT_MAX / 2 (check_league)
-    if constexpr (StreamShape<ExecSpace, D>::enabled) {
+    constexpr bool kStream = StreamShape<ExecSpace, D>::enabled;
+    if constexpr (!Verify) {
+      if (p.coef.data() != nullptr) {  // the parallel pass first (coef_kernel.hpp)
+        using Coef = CoefKernel<ExecSpace, ActT, StateT, D>;
+        const long long tokens = static_cast<long long>(p.coef.extent(1));
+        Coef ck{p, static_cast<int>(Coef::chunk_ids(tokens, batch) * cfg.num_key_heads),
+                cfg.num_key_heads, kStream};
+        launch_team_kernel("gdn::recurrence_fwd::coefficients", space, ck);
+      }
+    }
+    if constexpr (kStream) {
       // Rows of at most one chunk stream their state; the tiled kernel takes the longer ones.
       using Stream = StreamKernel<ExecSpace, ActT, StateT, RingT, D, Verify, Lazy>;
       const int nk = cfg.num_key_heads;
@@ -140,7 +151,8 @@ void run_fwd(
     const ExecSpace& space, const HeadConfig& cfg, const Inputs& in,
     const IndexView<typename ExecSpace::memory_space>& state_slots,
     const PoolView<StateT, typename ExecSpace::memory_space>& state,
-    const OutView<typename Inputs::activation_type, typename ExecSpace::memory_space>& out) {
+    const OutView<typename Inputs::activation_type, typename ExecSpace::memory_space>& out,
+    const Kokkos::View<std::uint8_t*, typename ExecSpace::memory_space>* workspace) {
   using ActT = typename Inputs::activation_type;
   const ArgCheck c("gdn::recurrence_fwd");
   const std::size_t batch = state_slots.extent(0);
@@ -151,9 +163,19 @@ void run_fwd(
                        0, kRecurrencePools);
     check_gate_params(c, cfg, in);
   }
+  auto p = recurrence_params<float>(in, state_slots, state, out);
+  if (workspace != nullptr) {
+    check_workspace(c, cfg, workspace->data(), workspace->size(), tokens, batch);
+    if (batch > 0 && tokens > 0) {
+      check_league(c, "qkv",
+                   CoefKernel<ExecSpace, ActT, StateT, 64>::chunk_ids(tokens, batch) *
+                       cfg.num_key_heads);
+      p.coef = decltype(p.coef)(reinterpret_cast<float*>(workspace->data()), cfg.num_value_heads,
+                                tokens, CoefRecord::kFloats);
+    }
+  }
   launch_recurrence<ExecSpace, ActT, StateT, float, false>(
-      "gdn::recurrence_fwd::kernel", "gdn::recurrence_fwd::long_rows", space, cfg,
-      recurrence_params<float>(in, state_slots, state, out));
+      "gdn::recurrence_fwd::kernel", "gdn::recurrence_fwd::long_rows", space, cfg, p);
 }
 
 /// recurrence_verify_ring for either input form: validate, then launch.
@@ -187,8 +209,9 @@ void FwdLauncher<ExecSpace, ActT, StateT>::run(const ExecSpace& space, const Hea
                                                const TokenInputs<M, ActT>& in,
                                                const IndexView<M>& state_slots,
                                                const PoolView<StateT, M>& state,
-                                               const OutView<ActT, M>& out) {
-  run_fwd(space, cfg, in, state_slots, state, out);
+                                               const OutView<ActT, M>& out,
+                                               const WorkspaceView* workspace) {
+  run_fwd(space, cfg, in, state_slots, state, out, workspace);
 }
 
 template <class ExecSpace, class ActT, class StateT>
@@ -196,8 +219,9 @@ void FwdLauncher<ExecSpace, ActT, StateT>::run(const ExecSpace& space, const Hea
                                                const GateInputs<M, ActT>& in,
                                                const IndexView<M>& state_slots,
                                                const PoolView<StateT, M>& state,
-                                               const OutView<ActT, M>& out) {
-  run_fwd(space, cfg, in, state_slots, state, out);
+                                               const OutView<ActT, M>& out,
+                                               const WorkspaceView* workspace) {
+  run_fwd(space, cfg, in, state_slots, state, out, workspace);
 }
 
 template <class ExecSpace, class ActT, class StateT, class RingT>

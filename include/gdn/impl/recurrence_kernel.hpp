@@ -33,6 +33,9 @@
 /// host: a triangular solve and products over the whole tile,
 /// host_dense.hpp); verify writes the records;
 /// step 4 folds the chunk into the registers if the state goes on.
+/// With the parallel pass's coefficients (`m.coef`, a forward given a
+/// workspace: coef_kernel.hpp) the team stages them with the chunk's inputs
+/// instead of the gates and skips step 2.
 
 #include <gdn/config.hpp>
 #include <gdn/impl/backend.hpp>
@@ -41,6 +44,7 @@
 #include <gdn/impl/lazy_kernel.hpp>
 #include <gdn/impl/params.hpp>
 #include <gdn/ring.hpp>
+#include <gdn/workspace.hpp>
 
 #include <Kokkos_Core.hpp>
 
@@ -202,12 +206,13 @@ struct RecurrenceKernel {
                          kTiledCols * int(sizeof(StateT)), long(Dk) * long(sizeof(StateT)), rank,
                          kThreads);
       }
+      const bool staged_coefs = m.coef.data() != nullptr;  // the parallel pass computed them
       if constexpr (kThreads == 1) {  // host: SIMD over blocks (dots) and columns (step 1)
-        host_chunk_coefficients(s, n, m.q_scale);
+        if (!staged_coefs) host_chunk_coefficients(s, n, m.q_scale);
         for (int j = 0; j < n; ++j) host_project(st, s, j, col0);
       } else {
-        for (int e = cg; e < n * n; e += Traits::col_groups) {  // token pairs, a lane group each
-          const int j = e / n, i = e % n;
+        for (int e = staged_coefs ? n * n : cg; e < n * n; e += Traits::col_groups) {
+          const int j = e / n, i = e % n;  // token pairs, a lane group each
           if (i <= j) chunk_coefficients<kLanes>(s, j, i, lane, mask, m.q_scale);
         }
         for (int j = 0; j < n; ++j) project<kLanes>(st, s, j, lane, col0);
@@ -351,7 +356,9 @@ struct RecurrenceKernel {
         stage_value(s.v + e, &x(t + j, vc + c));
       }
     }
-    if constexpr (kFloat) {
+    if (m.coef.data() != nullptr) {
+      stage_coefficients(rank, s, t, n, h);
+    } else if constexpr (kFloat) {
       for (int j = rank; j < n; j += kThreads) {
         if (!m.in.m_raw_gates) {
           stage_value(s.a + j, &m.in.m_gate(t + j, h));
@@ -388,6 +395,26 @@ struct RecurrenceKernel {
     async_wait();
     if constexpr (!kFloat) {
       if (m.vec_qkv) widen(rank, s, raw, n);
+    }
+  }
+
+  /// The parallel pass's records of tokens t .. t+n-1, head h (coef_kernel.hpp)
+  /// into scratch by async copies: rows j of akk and akq (16-byte words),
+  /// then the decay, beta, kinv, qf and Gam of each token.
+  KOKKOS_INLINE_FUNCTION void stage_coefficients(int rank, const Scratch& s, int t, int n,
+                                                 int h) const {
+    constexpr int kRowWords = kC / 4;  // 16-byte words of one coefficient row
+    const float* const rec = &m.coef(h, t, 0);
+    for (int e = rank; e < 2 * n * kRowWords; e += kThreads) {
+      const int j = e / (2 * kRowWords), w = 4 * (e % (2 * kRowWords));  // w < kC: akk
+      float* const dst = w < kC ? s.akk + j * kC + w : s.akq + j * kC + (w - kC);
+      async_copy<16>(dst, rec + j * CoefRecord::kFloats + CoefRecord::kAkk + w);
+    }
+    static_assert(CoefRecord::kScalars == 5, "decay, beta, kinv, qf, Gam");
+    for (int e = rank; e < n * CoefRecord::kScalars; e += kThreads) {
+      const int j = e / CoefRecord::kScalars, f = e % CoefRecord::kScalars;
+      float* const dst = f == 0 ? s.a : f == 1 ? s.beta : f == 2 ? s.kinv : f == 3 ? s.qf : s.gam;
+      async_copy<4>(dst + j, rec + j * CoefRecord::kFloats + CoefRecord::kDecay + f);
     }
   }
 
