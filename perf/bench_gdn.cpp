@@ -11,6 +11,9 @@
 //                                           4 x 4096, 16 x 4096; D = 128), with a
 //                                           workspace (gdn::Workspace, allocated
 //                                           before timing) where gdn has one
+//   prefill/.../fused                       the same without a workspace (B = 1, T = 1024
+//                                           and 4096, float state): the coefficients
+//                                           computed in the sequential pass
 //   fold/D<d>/state:<s>/L:<l>/B:<b>/T:<t>   RING_LEN = T, num_accepted = T for every
 //                                           row; L = 1 (one layer per launch) and
 //                                           L = 36 (the GDN layers of a
@@ -310,6 +313,7 @@ struct Case {
   int layers = 1;          // fold only
   bool bf16_act = false;   // fwd, verify, prefill: bf16 activations
   bool raw_gates = false;  // fwd, verify, prefill: GateInputs
+  bool fused = false;      // prefill: without a workspace (the coefficients in the sequential pass)
   bool conv_pools = false;  // fold: the conv pools too (ConvFold of the state's type)
   bool lazy = false;        // step: the lazy flow (else the eager one)
 
@@ -361,6 +365,7 @@ struct Case {
     if (raw_gates) n += "/gates:raw";
     if (conv_pools) n += "/conv";
     if (kernel == Kernel::Step) n += lazy ? "/lazy" : "/eager";
+    if (fused) n += "/fused";
     return n;
   }
 
@@ -595,7 +600,7 @@ void run_recurrence(benchmark::State& st, const Case& c, const Settings& s) {
   Timing t;
   const auto time_with = [&](const auto& in) {
 #if GDN_BENCH_WORKSPACE
-    if (c.kernel == Kernel::Prefill) {
+    if (c.kernel == Kernel::Prefill && !c.fused) {
       const gdn::Workspace<Mem> ws("gdn_bench::workspace", cfg, tok.out.extent(0), c.batch);
       return time_calls(
           s, [&] { gdn::recurrence_fwd(space, cfg, in, tok.slots, state, tok.out, ws); });
@@ -884,6 +889,10 @@ void register_cases(const Settings& s) {
       c.batch = bl[0];
       c.window = bl[1];
       add(c);
+      if (GDN_BENCH_WORKSPACE && c.batch == 1 && c.window <= 4096 && !bf16_state) {
+        c.fused = true;  // the same prompt without a workspace
+        add(c);
+      }
     }
   // Input variants: bf16 activations, raw gates, both (D = 128, bf16 state: the engines' case).
   const bool inputs[][2] = {{true, false}, {false, true}, {true, true}};  // {bf16_act, raw_gates}
@@ -950,6 +959,10 @@ void register_cases(const Settings& s) {
       c.batch = bl[0];
       c.window = bl[1];
       add(c);
+      if (GDN_BENCH_WORKSPACE && c.batch == 1 && c.window <= 4096 && !bf16_state) {
+        c.fused = true;  // the same prompt without a workspace
+        add(c);
+      }
     }
   // One layer's speculative step, lazy and eager, over 36 layers' pools (D = 128, T = 4).
   for (bool lazy : {true, false})
