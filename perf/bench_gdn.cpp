@@ -959,10 +959,6 @@ void register_cases(const Settings& s) {
       c.batch = bl[0];
       c.window = bl[1];
       add(c);
-      if (GDN_BENCH_WORKSPACE && c.batch == 1 && c.window <= 4096 && !bf16_state) {
-        c.fused = true;  // the same prompt without a workspace
-        add(c);
-      }
     }
   // One layer's speculative step, lazy and eager, over 36 layers' pools (D = 128, T = 4).
   for (bool lazy : {true, false})
