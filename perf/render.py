@@ -51,13 +51,15 @@ def parse_name(name):
 
 def input_label(f):
     """'act:bf16' and 'gates:raw' fields -> 'bf16, raw gates'; the default reads 'float';
-    the fold's 'conv' flag reads 'with conv pools'."""
+    the fold's 'conv' flag reads 'with conv pools', the prefill's 'fused' flag adds
+    ', no workspace'."""
     if "conv" in f:
         return "with conv pools"
     if "lazy" in f or "eager" in f:
         return "lazy flow" if "lazy" in f else "eager flow"
     act = f.get("act", "float")
-    return act + (", raw gates" if f.get("gates") == "raw" else "")
+    return (act + (", raw gates" if f.get("gates") == "raw" else "")
+            + (", no workspace" if "fused" in f else ""))
 
 
 def fmt_num(x, digits):
@@ -109,7 +111,7 @@ def case_key(f):
             return default
 
     return (num("L"), -num("shape"), f.get("state", "") != "float", f.get("act", ""),
-            f.get("gates", ""), "conv" in f, num("B"), num("T"))
+            f.get("gates", ""), "conv" in f, "fused" in f, num("B"), num("T"))
 
 
 def launch_floor(ctx):
@@ -187,7 +189,7 @@ def render(data):
         out.append(f"## {kernel}: {title}")
         out.append("")
         with_inputs = any(k in parse_name(n)[1]
-                          for n, _ in cases for k in ("act", "gates", "conv", "lazy", "eager"))
+                          for n, _ in cases for k in ("act", "gates", "conv", "lazy", "eager", "fused"))
         head = ["shape", "state"] + (["inputs"] if with_inputs else []) + ["B", "T"]
         head += ["L"] if with_layers else []
         with_gpu = any("gpu_us" in b for _, b in cases)
