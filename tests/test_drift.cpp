@@ -126,15 +126,23 @@ TEST(Drift, ChunkedPrefillWithin4xOfPerTokenFloat32) {
   const DeviceInputs d = upload(p);
   Strided2D out = make_out(p);
   const auto slots = to_device({0u});
+  // The same prefill with a workspace (the two-pass forward) beside it: the same bits.
+  auto S_ws = clone(S);
+  Strided2D out_ws = make_out(p);
+  const gdn::Workspace<Mem> ws("gdn_test::workspace", kCfg, kCheckEvery, 1);
   for (int t0 = 0; t0 < kTokens; t0 += kCheckEvery) {  // one call per 4096 tokens
     const auto rows = std::make_pair(std::size_t(t0), std::size_t(t0 + kCheckEvery));
     const auto in = window_inputs(d, rows, to_device({0u, std::uint32_t(kCheckEvery)}));
     gdn::recurrence_fwd(space, kCfg, in, slots, S, Kokkos::subview(out.view, rows, Kokkos::ALL));
+    gdn::recurrence_fwd(space, kCfg, in, slots, S_ws,
+                        Kokkos::subview(out_ws.view, rows, Kokkos::ALL), ws);
     space.fence();
     base.advance(t0 + kCheckEvery);
     expect_within("prefill", base.at, frob_rel(floats_of(S), base.s64),
                   frob_rel(base.s32, base.s64), 4.0);
+    EXPECT_TRUE(same_bytes(bytes_of(S), bytes_of(S_ws))) << "state with a workspace";
   }
+  EXPECT_TRUE(same_bits(read_2d(out), read_2d(out_ws))) << "outputs with a workspace";
 }
 
 TEST(Drift, SpeculativeLoopWithin2xOfPerTokenFloat32) {

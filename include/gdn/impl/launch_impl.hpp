@@ -108,19 +108,6 @@ void launch_recurrence(const char* label, const char* long_label, const ExecSpac
   });
 }
 
-/// The shape checks forward and verify share (heads, inputs, state, out);
-/// returns the token count.
-template <class M, class Inputs, class StateT, class OutT>
-std::size_t check_recurrence_shapes(const ArgCheck& c, const HeadConfig& cfg, const Inputs& in,
-                                    std::size_t batch, const PoolView<StateT, M>& state,
-                                    const OutView<OutT, M>& out) {
-  check_heads(c, cfg);
-  const std::size_t tokens = check_inputs(c, cfg, in, batch);
-  check_state(c, cfg, state, batch > 0);
-  check_out(c, cfg, out, tokens);
-  return tokens;
-}
-
 /// Work items of a forward or verify launch over `batch` sequences.
 inline long long recurrence_items(const HeadConfig& cfg, std::size_t batch) {
   return static_cast<long long>(batch) * cfg.num_value_heads * (cfg.key_head_dim / kTiledCols);

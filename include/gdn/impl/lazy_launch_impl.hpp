@@ -83,34 +83,6 @@ long long lazy_fold_items(const HeadConfig& cfg, std::size_t layers, std::size_t
   return items;
 }
 
-/// recurrence_verify_lazy's argument checks (`c` names the call): the shapes,
-/// the history ring and its ledger, the leagues of the verify and of the
-/// commit before it (`commit_items`), and in the checking mode the indices and
-/// the gate parameters.
-template <class ExecSpace, class Inputs, class StateT, class RingT>
-void check_verify_lazy(
-    const ArgCheck& c, const ExecSpace& space, const HeadConfig& cfg, const Inputs& in,
-    const IndexView<typename ExecSpace::memory_space>& state_slots,
-    const PoolView<StateT, typename ExecSpace::memory_space>& state,
-    const OutView<typename Inputs::activation_type, typename ExecSpace::memory_space>& out,
-    const IndexView<typename ExecSpace::memory_space>& ring_slots,
-    const PoolView<RingT, typename ExecSpace::memory_space>& history,
-    const Ledger<typename ExecSpace::memory_space>& ledger, long long commit_items) {
-  const std::size_t batch = state_slots.extent(0);
-  const std::size_t tokens = check_recurrence_shapes(c, cfg, in, batch, state, out);
-  check_ring_slots(c, ring_slots, batch);
-  check_ring(c, cfg, history, batch > 0, "lazy.history");
-  check_ledger(c, ledger, history.extent(0), history.extent(2));
-  check_league(c, "state_slots", recurrence_items(cfg, batch));
-  check_league(c, "state_slots", commit_items);
-  if (index_checking_enabled()) {
-    check_lazy_verify_indices(c, space, in.row_offsets, tokens, state_slots, state.extent(0),
-                              ring_slots, history.extent(0), history.extent(2), ledger,
-                              kLazyPools);
-    check_gate_params(c, cfg, in);
-  }
-}
-
 /// recurrence_verify_lazy for either input form: validate, then three
 /// launches (lazy_kernel.hpp): the commit of the rows whose window does not
 /// fit behind their pending records, the ledger of those rows, the verify.
@@ -129,7 +101,7 @@ void run_verify_lazy(
   const std::size_t batch = state_slots.extent(0);
   const long long commit_items = lazy_fold_items<ExecSpace, StateT, RingT>(cfg, 1, batch);
   check_verify_lazy(c, space, cfg, in, state_slots, state, out, ring_slots, history, ledger,
-                    commit_items);
+                    recurrence_items(cfg, batch), commit_items);
   // The rows whose window would overflow their history commit first, then the
   // ledger takes the window, then the verify runs behind the pending records.
   FoldParams<StateT, RingT, M> fp =

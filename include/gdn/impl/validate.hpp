@@ -661,6 +661,44 @@ void check_lazy_verify_indices(const ArgCheck& c, const ExecSpace& space, const 
                 "ring_slots", 0);
 }
 
+/// The shape checks forward, verify and the lazy verify share (heads,
+/// inputs, state, out); returns the token count.
+template <class Inputs, class StateView, class OutView>
+std::size_t check_recurrence_shapes(const ArgCheck& c, const HeadConfig& cfg, const Inputs& in,
+                                    std::size_t batch, const StateView& state,
+                                    const OutView& out) {
+  check_heads(c, cfg);
+  const std::size_t tokens = check_inputs(c, cfg, in, batch);
+  check_state(c, cfg, state, batch > 0);
+  check_out(c, cfg, out, tokens);
+  return tokens;
+}
+
+/// recurrence_verify_lazy's checks (`c` names the call): the shapes, the
+/// history ring and its ledger, the leagues of the verify (`items`) and of
+/// the commit before it (`commit_items`), and in the checking mode the
+/// indices and the gate parameters.
+template <class ExecSpace, class Inputs, class Index, class StatePool, class Out, class History,
+          class LedgerT>
+void check_verify_lazy(const ArgCheck& c, const ExecSpace& space, const HeadConfig& cfg,
+                       const Inputs& in, const Index& state_slots, const StatePool& state,
+                       const Out& out, const Index& ring_slots, const History& history,
+                       const LedgerT& ledger, long long items, long long commit_items) {
+  const std::size_t batch = state_slots.extent(0);
+  const std::size_t tokens = check_recurrence_shapes(c, cfg, in, batch, state, out);
+  check_ring_slots(c, ring_slots, batch);
+  check_ring(c, cfg, history, batch > 0, "lazy.history");
+  check_ledger(c, ledger, history.extent(0), history.extent(2));
+  check_league(c, "state_slots", items);
+  check_league(c, "state_slots", commit_items);
+  if (index_checking_enabled()) {
+    check_lazy_verify_indices(c, space, in.row_offsets, tokens, state_slots, state.extent(0),
+                              ring_slots, history.extent(0), history.extent(2), ledger,
+                              kLazyPools);
+    check_gate_params(c, cfg, in);
+  }
+}
+
 /// conv1d_verify_lazy's checks (`c` names the call): the call's shapes, the
 /// conv history (a row per ledger row, `capacity` inputs each) and its
 /// ledger, and in the checking mode the indices. Returns W.
