@@ -216,6 +216,30 @@ KOKKOS_FORCEINLINE_FUNCTION void key_pair_dots(const S& s, int j, int i, int lan
   }
 }
 
+/// The key head's dots of every pair i <= j < n of a chunk into the KeyDots
+/// scratch: `dkk(j, i) = k_i . k_j` (0 for i == j), `dkq(j, i) = k_i . q_j`,
+/// and the norms `kinv_j`, `qf_j` (key_pair_dots), by the team's `Groups`
+/// lane groups of `Lanes` lanes, a group per pair; `rank`: the thread's rank
+/// in the team, every thread of which calls it. The host's mapping:
+/// host_key_dots (host_algebra.hpp).
+template <int Lanes, int Groups, class S>
+KOKKOS_FORCEINLINE_FUNCTION void key_head_dots(const S& s, int n, int rank, float q_scale) {
+  constexpr int C = S::kC;
+  const int lane = rank % Lanes, group = rank / Lanes;
+  const unsigned mask = group_mask<Lanes>(rank);
+  for (int e = group; e < n * n; e += Groups) {
+    const int j = e / n, i = e % n;
+    if (i <= j) {
+      float kk, kq;
+      key_pair_dots<Lanes>(s, j, i, lane, mask, q_scale, kk, kq);
+      if (lane == 0) {
+        s.dkk[j * C + i] = kk;
+        s.dkq[j * C + i] = kq;
+      }
+    }
+  }
+}
+
 /// The value head's part of pair `(j, i)`: `akk(j, i) = g(j, i) * kk`
 /// (i < j), `akq(j, i) = g(j, i) * kq`, and `Gam_j` for i == j, from the
 /// staged decays.

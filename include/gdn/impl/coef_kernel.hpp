@@ -16,7 +16,7 @@
 /// Chunk numbering. Row b's chunks get the ids `first(b) + c`, c = 0 ..
 /// ceil(len_b / C) - 1, with `first(b) = (row_offsets[b] + b (C - 1)) / C`
 /// (integer division): ids of different rows never collide, and every id is
-/// below `(T + B (C - 1)) / C + 1` (`chunk_ids`). A team finds its row by a
+/// below `(T + B (C - 1)) / C + 1` (`coef_chunk_ids`). A team finds its row by a
 /// binary search of `first` over the offsets; ids that belong to no chunk
 /// are idle teams.
 ///
@@ -45,6 +45,11 @@
 namespace gdn {
 namespace Impl {
 
+/// Chunk ids of a batch of `batch` rows and `tokens` tokens (see above).
+inline long long coef_chunk_ids(long long tokens, long long batch) {
+  return (tokens + batch * (chunk_tokens - 1)) / chunk_tokens + 1;
+}
+
 template <class ExecSpace, class ActT, class StateT, int Dk>
 struct CoefKernel {
   using Traits = TeamTraits<ExecSpace, Dk>;
@@ -62,15 +67,11 @@ struct CoefKernel {
       Kokkos::View<float*, typename ExecSpace::scratch_memory_space, Kokkos::MemoryUnmanaged>;
 
   RecurrenceParams<ActT, StateT, float, typename ExecSpace::memory_space> m;
-  int m_items = 0;  // chunk_ids(T, B) * nk
+  int m_items = 0;  // coef_chunk_ids(T, B) * nk
   int m_nk = 1;
   bool m_long_only = false;  // CUDA: only rows longer than a chunk (beside StreamKernel)
 
   static constexpr int scratch_bytes() { return int(sizeof(float)) * (Scratch::kFloats + 4); }
-  /// Chunk ids of a batch of `batch` rows and `tokens` tokens (see above).
-  static long long chunk_ids(long long tokens, long long batch) {
-    return (tokens + batch * (kC - 1)) / kC + 1;
-  }
   static long long league(const ExecSpace&, long long items) { return items; }
 
   /// The first chunk id of row b.
@@ -111,19 +112,7 @@ struct CoefKernel {
     if constexpr (kThreads == 1) {
       host_key_dots(s, n, m.q_scale);
     } else {
-      const int lane = rank % kLanes, group = rank / kLanes;
-      const unsigned mask = group_mask<kLanes>(rank);
-      for (int e = group; e < n * n; e += kGroups) {  // token pairs, a lane group each
-        const int j = e / n, i = e % n;
-        if (i <= j) {
-          float kk, kq;
-          key_pair_dots<kLanes>(s, j, i, lane, mask, m.q_scale, kk, kq);
-          if (lane == 0) {
-            s.dkk[j * kC + i] = kk;
-            s.dkq[j * kC + i] = kq;
-          }
-        }
-      }
+      key_head_dots<kLanes, kGroups>(s, n, rank, m.q_scale);
     }
     for (int g = 0; g < m.group; ++g) {
       const int h = kh * m.group + g;

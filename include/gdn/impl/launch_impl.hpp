@@ -86,7 +86,7 @@ void launch_recurrence(const char* label, const char* long_label, const ExecSpac
       if (p.coef.data() != nullptr) {  // the parallel pass first (coef_kernel.hpp)
         using Coef = CoefKernel<ExecSpace, ActT, StateT, D>;
         const long long tokens = static_cast<long long>(p.coef.extent(1));
-        Coef ck{p, static_cast<int>(Coef::chunk_ids(tokens, batch) * cfg.num_key_heads),
+        Coef ck{p, static_cast<int>(coef_chunk_ids(tokens, batch) * cfg.num_key_heads),
                 cfg.num_key_heads, kStream};
         launch_team_kernel("gdn::recurrence_fwd::coefficients", space, ck);
       }
@@ -154,9 +154,7 @@ void run_fwd(
   if (workspace != nullptr) {
     check_workspace(c, cfg, workspace->data(), workspace->size(), tokens, batch);
     if (batch > 0 && tokens > 0) {
-      check_league(c, "qkv",
-                   CoefKernel<ExecSpace, ActT, StateT, 64>::chunk_ids(tokens, batch) *
-                       cfg.num_key_heads);
+      check_league(c, "qkv", coef_chunk_ids(tokens, batch) * cfg.num_key_heads);
       p.coef = decltype(p.coef)(reinterpret_cast<float*>(workspace->data()), cfg.num_value_heads,
                                 tokens, CoefRecord::kFloats);
     }

@@ -180,21 +180,7 @@ struct StreamKernel {
     stage_rows<ActT>(rank, kThreads, s.q, x, t0, n, long(kh) * Dk, Dk, m.vec_qkv);
     async_wait();
     team.team_barrier();
-    {
-      const int glane = rank % kGroupLanes, group = rank / kGroupLanes;
-      const unsigned mask = group_mask<kGroupLanes>(rank);
-      for (int e = group; e < n * n; e += kGroups) {  // token pairs, a lane group each
-        const int j = e / n, i = e % n;
-        if (i <= j) {
-          float kk, kq;
-          key_pair_dots<kGroupLanes>(s, j, i, glane, mask, m.q_scale, kk, kq);
-          if (glane == 0) {
-            s.dkk[j * kC + i] = kk;
-            s.dkq[j * kC + i] = kq;
-          }
-        }
-      }
-    }
+    key_head_dots<kGroupLanes, kGroups>(s, n, rank, m.q_scale);
     if (record) {
       for (int e = rank; e < n * Dk; e += kThreads) {
         const int j = e / Dk, i = e % Dk;
