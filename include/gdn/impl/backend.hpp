@@ -47,19 +47,24 @@
 namespace gdn {
 namespace Impl {
 
+/// Columns of one tiled-kernel team's tile (recurrence_kernel.hpp) for every
+/// call but the CUDA forward with a workspace over few rows; the same on
+/// every backend (64), so work items are counted the same way everywhere.
+constexpr int kTiledCols = 64;
+
 /// \brief How a team of the tiled forward / verify kernel splits a tile of
-/// the state.
+/// `Tile` columns of the state.
 ///
-/// A team owns a tile of kTiledCols state columns (all `Dk` rows). Its
+/// A team owns a tile of `Tile` state columns (all `Dk` rows). Its
 /// threads form `col_groups` lane groups of `lanes` lanes; lane `l` of group
 /// `cg` holds rows `[l * Dk / lanes, (l + 1) * Dk / lanes)` of columns
 /// `[cg * cols, (cg + 1) * cols)` in registers. The host default: one thread
 /// holds the whole tile and the compiler vectorises over its columns.
-template <class ExecSpace, int Dk>
+template <class ExecSpace, int Dk, int Tile = kTiledCols>
 struct TeamShape {
   static constexpr int lanes = 1;       ///< threads that split one column's rows
   static constexpr int col_groups = 1;  ///< lane groups per team
-  static constexpr int cols = 64;       ///< columns per thread
+  static constexpr int cols = Tile;     ///< columns per thread
   static constexpr int min_teams = 1;   ///< launch bound: resident teams per SM (GPU)
   /// Teams to launch for `items` work items: one per item (the host's
   /// dynamic scheduling balances them).
@@ -68,17 +73,19 @@ struct TeamShape {
 
 #if defined(KOKKOS_ENABLE_CUDA)
 /// CUDA: 128 threads; a lane per canonical block of 16 rows (Dk / 16
-/// consecutive warp lanes per column group), each lane group holding half as
-/// many columns as it has lanes (lane_reduce_scatter leaves one of the
-/// group's 2 x cols sums in each lane): 16 x 4 floats per thread at
-/// Dk = 128, 16 x 2 at Dk = 64. Two teams per SM: the launch bound leaves
-/// 255 registers, which the fragment, the step-1 sums and step 3's
-/// per-column arrays need without spilling.
-template <int Dk>
-struct TeamShape<Kokkos::Cuda, Dk> {
+/// consecutive warp lanes per column group), the lane groups splitting the
+/// tile's columns: a 64-column tile gives each lane group half as many
+/// columns as it has lanes (16 x 4 floats per thread at Dk = 128, 16 x 2 at
+/// Dk = 64); the narrow tiles of the forward with a workspace over few rows
+/// (32 or 16 columns) fewer, and step 1 then reduces the sums of
+/// Dk / 16 / (2 x cols) tokens at once (project). Two teams per SM: the
+/// launch bound leaves 255 registers, which the fragment, the step-1 sums
+/// and step 3's per-column arrays need without spilling.
+template <int Dk, int Tile>
+struct TeamShape<Kokkos::Cuda, Dk, Tile> {
   static constexpr int lanes = Dk / 16;
-  static constexpr int cols = lanes / 2;
-  static constexpr int col_groups = 64 / cols;
+  static constexpr int cols = Tile * lanes / 128;
+  static constexpr int col_groups = Tile / (cols > 0 ? cols : 1);
   static constexpr int min_teams = 2;
   /// Persistent teams (as many as the launch bound keeps resident), each
   /// looping over items, so that a team can prefetch its next item's state
@@ -165,18 +172,14 @@ struct FoldShape<Kokkos::Cuda, Dk, StateT> {
 /// capture does not allow. Host spaces ignore it.
 using TeamKernelLaunch = Kokkos::Experimental::WorkItemProperty::HintLightWeight_t;
 
-/// Columns of one tiled-kernel team's tile (recurrence_kernel.hpp); the same on every backend (64), so work items
-/// are counted the same way everywhere.
-constexpr int kTiledCols = 64;
-
-template <class ExecSpace, int Dk>
-struct TeamTraits : TeamShape<ExecSpace, Dk> {
-  using Shape = TeamShape<ExecSpace, Dk>;
+template <class ExecSpace, int Dk, int Tile = kTiledCols>
+struct TeamTraits : TeamShape<ExecSpace, Dk, Tile> {
+  using Shape = TeamShape<ExecSpace, Dk, Tile>;
   static constexpr int threads = Shape::lanes * Shape::col_groups;
-  static_assert(Shape::cols * Shape::col_groups == kTiledCols,
-                "a team's column groups cover one 64-column tile");
-  static_assert(Shape::lanes == 1 || Shape::lanes == 2 * Shape::cols,
-                "lane_reduce_scatter leaves one of the 2 x cols sums in each lane");
+  static_assert(Shape::cols >= 1 && Shape::cols * Shape::col_groups == Tile,
+                "a team's column groups cover its tile");
+  static_assert(Shape::lanes == 1 || Shape::lanes % (2 * Shape::cols) == 0,
+                "step 1 leaves one of a group's sums in each lane (project)");
 };
 
 /// `p` advanced to the next 16-byte boundary (by 0 to 3 floats): team scratch

@@ -273,43 +273,58 @@ constexpr int kHostColBlock = 16;
 /// stays in eight 256-bit registers while every record sweeps it.
 constexpr int kHostFoldCols = 64;
 
-/// Step 1 for one token `j` on a GPU thread's fragment, in the canonical
-/// order: the fragment is lane `l`'s block, rows `[16 l, 16 l + 16)` of
-/// `Cols` columns (`Lanes` = Dk / 16 lanes per column group); the lane runs
-/// the block's chain for P and R of each column, then lane_reduce_scatter
-/// applies the tree and leaves P of fragment column `l` (l < Cols) or R of
-/// column `l - Cols` in lane `l`, which writes it to scratch. The host's
+/// Step 1 for the `J = Lanes / (2 Cols)` tokens `j0 .. j0 + J - 1` (those
+/// below `n`) on a GPU thread's fragment, in the canonical order: the
+/// fragment is lane `l`'s block, rows `[16 l, 16 l + 16)` of `Cols` columns
+/// (`Lanes` = Dk / 16 lanes per column group); the lane runs the block's
+/// chain for P and R of each column and token, then lane_reduce_scatter
+/// applies the tree and leaves sum `l` in lane `l`: token `j0 + l / (2 Cols)`,
+/// P of fragment column `l % (2 Cols)` below Cols, else R of column
+/// `l % (2 Cols) - Cols`; the lane writes it to scratch. A 64-column tile
+/// has J = 1; the narrow tiles (fewer columns per thread) take 2 or 4
+/// tokens per call, so every lane still ends with one sum. The host's
 /// mapping: host_project (host_algebra.hpp).
 template <int Lanes, int Rows, int Cols, class S>
-KOKKOS_FORCEINLINE_FUNCTION void project(const float (&st)[Rows][Cols], const S& s, int j,
+KOKKOS_FORCEINLINE_FUNCTION void project(const float (&st)[Rows][Cols], const S& s, int j0, int n,
                                          int lane, int col0) {
   constexpr int Dk = S::kDk;
   constexpr int kLd = S::kCols;
+  constexpr int J = Lanes / (2 * Cols);
   static_assert(Rows == kBlockRows && Lanes == Dk / kBlockRows, "a lane per block");
-  static_assert(Lanes == 2 * Cols, "lane_reduce_scatter leaves one of the 2 x Cols sums per lane");
-  const float* kj = s.k + S::at(j, 0);
-  const float* qj = s.q + S::at(j, 0);
-  const int r0 = lane * S::kBlockLd;
-  float acc[2 * Cols];
+  static_assert(J >= 1 && J * 2 * Cols == Lanes, "one of the J x 2 x Cols sums per lane");
+  const float* kj[J];
+  const float* qj[J];
   GDN_UNROLL
-  for (int c = 0; c < 2 * Cols; ++c) acc[c] = 0.0f;
+  for (int t = 0; t < J; ++t) {
+    const int j = j0 + t < n ? j0 + t : j0;  // past the chunk: any staged token, not written
+    kj[t] = s.k + S::at(j, 0) + lane * S::kBlockLd;
+    qj[t] = s.q + S::at(j, 0) + lane * S::kBlockLd;
+  }
+  float acc[Lanes];
+  GDN_UNROLL
+  for (int c = 0; c < Lanes; ++c) acc[c] = 0.0f;
   GDN_UNROLL
   for (int i = 0; i < Rows; i += 4) {
-    float kr[4], qr[4];
-    load4(kj + r0 + i, kr);
-    load4(qj + r0 + i, qr);
     GDN_UNROLL
-    for (int e = 0; e < 4; ++e) {
+    for (int t = 0; t < J; ++t) {
+      float kr[4], qr[4];
+      load4(kj[t] + i, kr);
+      load4(qj[t] + i, qr);
       GDN_UNROLL
-      for (int c = 0; c < Cols; ++c) {
-        acc[c] = fmaf(st[i + e][c], kr[e], acc[c]);
-        acc[Cols + c] = fmaf(st[i + e][c], qr[e], acc[Cols + c]);
+      for (int e = 0; e < 4; ++e) {
+        GDN_UNROLL
+        for (int c = 0; c < Cols; ++c) {
+          float& pa = acc[t * 2 * Cols + c];
+          float& ra = acc[t * 2 * Cols + Cols + c];
+          pa = fmaf(st[i + e][c], kr[e], pa);
+          ra = fmaf(st[i + e][c], qr[e], ra);
+        }
       }
     }
   }
   const float sum = lane_reduce_scatter<Lanes>(acc, lane);
-  float* dst = lane < Cols ? s.p : s.r;
-  dst[j * kLd + col0 + (lane % Cols)] = sum;
+  const int j = j0 + lane / (2 * Cols), v = lane % (2 * Cols);
+  if (j < n) (v < Cols ? s.p : s.r)[j * kLd + col0 + v % Cols] = sum;
 }
 
 /// One canonical block of step 1 for `Cols` columns and `NT` tokens: the fma

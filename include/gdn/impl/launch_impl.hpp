@@ -20,6 +20,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <limits>
 #include <stdexcept>
 #include <string>
 #include <type_traits>
@@ -65,6 +66,36 @@ void with_head_dim(int dk, F&& f) {
   }
 }
 
+/// The rows longer than a chunk of a forward with a workspace on a backend
+/// with the streaming kernel (CUDA), by the tiled kernel with the narrowest
+/// tile (64, 32 or 16 columns; at least one column per thread) whose teams
+/// still fit the resident teams at once: a batch of few rows then runs on
+/// more SMs, each team's chain per chunk shorter. The tile changes which
+/// thread computes a column, never an operation, so the bits are the same.
+template <class ExecSpace, class ActT, class StateT, int D>
+void launch_long_forward(const char* label, const ExecSpace& space,
+                         const RecurrenceParams<ActT, StateT, float,
+                                                typename ExecSpace::memory_space>& p,
+                         long long batch) {
+  const auto run = [&](auto tile) {
+    using K = RecurrenceKernel<ExecSpace, ActT, StateT, float, D, false, false,
+                               decltype(tile)::value>;
+    K k{p, static_cast<int>(K::items(batch, p.nv))};
+    k.m_long_only = true;
+    launch_team_kernel(label, space, k);
+  };
+  using Wide = RecurrenceKernel<ExecSpace, ActT, StateT, float, D, false>;
+  const long long wide = Wide::items(batch, p.nv);
+  const long long resident = Wide::league(space, std::numeric_limits<long long>::max());
+  if (D == 128 && 4 * wide <= resident) {
+    run(std::integral_constant<int, D == 128 ? 16 : kTiledCols>());
+  } else if (2 * wide <= resident) {
+    run(std::integral_constant<int, 32>());
+  } else {
+    run(std::integral_constant<int, kTiledCols>());
+  }
+}
+
 template <class ExecSpace, class ActT, class StateT, class RingT, bool Verify, bool Lazy = false>
 void launch_recurrence(const char* label, const char* long_label, const ExecSpace& space,
                        const HeadConfig& cfg,
@@ -99,6 +130,10 @@ void launch_recurrence(const char* label, const char* long_label, const ExecSpac
 #if defined(KOKKOS_ENABLE_CUDA)
       if (sk.m_items > 0) launch_plain(label, space, sk, Stream::league(space, sk.m_items));
 #endif
+      if constexpr (!Verify) {
+        if (p.coef.data() != nullptr) return launch_long_forward<ExecSpace, ActT, StateT, D>(
+            long_label, space, p, batch);
+      }
       k.m_long_only = true;
       launch_team_kernel(long_label, space, k);
     } else {

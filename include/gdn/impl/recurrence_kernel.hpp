@@ -17,13 +17,14 @@
 /// Preconditions (checked on the host, validate.hpp): Dk == Dv == `Dk`, a
 /// multiple of 64; the state pool is dense (LayoutRight) and 16-byte aligned.
 ///
-/// Thread mapping. Work items are (sequence b, value head h, tile of
-/// kTiledCols = 64 state columns), tile fastest, so teams reading the same key
-/// and query run side by side; a team takes items league_rank, +
+/// Thread mapping. Work items are (sequence b, value head h, tile of `Tile`
+/// state columns: kTiledCols = 64, or 32 or 16 for the CUDA forward with a
+/// workspace over few rows, launch_impl.hpp), tile fastest, so teams reading
+/// the same key and query run side by side; a team takes items league_rank, +
 /// league_size, ... (host: one team per item; CUDA: persistent teams, each
 /// prefetching its next item's state tile into L2). The team holds its state tile in registers
 /// (TeamShape, backend.hpp: CUDA 128 threads, lane `l` of column group `cg`
-/// holds 16 rows x 4 columns at Dk = 128; host one thread, the whole tile)
+/// holds 16 rows x Tile / 16 columns at Dk = 128; host one thread, the whole tile)
 /// from the first chunk to the last: the state is read once and written at
 /// most once. Per chunk of `chunk_tokens` tokens: the team stages k, q, the
 /// tile's v, decay and beta in scratch; every thread projects its
@@ -55,29 +56,30 @@ namespace gdn {
 namespace Impl {
 
 template <class ExecSpace, class ActT, class StateT, class RingT, int Dk, bool Verify,
-          bool Lazy = false>
+          bool Lazy = false, int Tile = kTiledCols>
 struct RecurrenceKernel {
   static_assert(Verify || !Lazy, "lazy commit is a verify mode");
-  using Traits = TeamTraits<ExecSpace, Dk>;
+  static_assert(Tile == kTiledCols || !Verify, "narrow tiles: the forward only");
+  using Traits = TeamTraits<ExecSpace, Dk, Tile>;
   using M = typename ExecSpace::memory_space;
   static constexpr int kLanes = Traits::lanes;
   static constexpr int kCols = Traits::cols;
   static constexpr int kThreads = Traits::threads;
   static constexpr int kRows = Dk / kLanes;  // fragment rows per thread
   static constexpr int kC = chunk_tokens;
-  static constexpr int kTiles = Dk / kTiledCols;  // tiles per head
+  static constexpr int kTiles = Dk / Tile;  // tiles per head
   /// Staged keys and queries: on the GPU each 16-row block padded to 20
   /// floats, so a column group's eight lanes read their blocks without bank
   /// conflicts (ChunkScratch).
   static constexpr int kBlockLd = kLanes > 1 ? kBlockRows + 4 : kBlockRows;
-  using Scratch = ChunkScratch<Dk, kC, kTiledCols, false, kBlockLd>;
+  using Scratch = ChunkScratch<Dk, kC, Tile, false, kBlockLd>;
   using Policy = Kokkos::TeamPolicy<ExecSpace, Kokkos::LaunchBounds<kThreads, Traits::min_teams>,
                                     TeamKernelLaunch>;
   using Member = typename Policy::member_type;
   using ScratchView =
       Kokkos::View<float*, typename ExecSpace::scratch_memory_space, Kokkos::MemoryUnmanaged>;
-  static_assert(Dk % kTiledCols == 0 && kRows % 4 == 0, "head dim: a multiple of 64");
-  static_assert(kTiledCols % kThreads == 0 || kThreads % kTiledCols == 0,
+  static_assert(Dk % Tile == 0 && kRows % 4 == 0, "head dim: a multiple of the tile");
+  static_assert(Tile % kThreads == 0 || kThreads % Tile == 0,
                 "step 3 shares the tile's columns evenly");
 
   RecurrenceParams<ActT, StateT, RingT, M> m;
@@ -90,10 +92,12 @@ struct RecurrenceKernel {
   /// activations). It lies over the p, r and u regions, which no thread uses
   /// from the barrier before `stage` to the barrier after it.
   static constexpr int kRawFloats =
-      std::is_same<ActT, float>::value ? 0 : kC * (2 * Dk + kTiledCols) / 2;
-  static_assert(kRawFloats <= 3 * Scratch::kTile, "the raw chunk fits over p, r and u");
+      std::is_same<ActT, float>::value ? 0 : kC * (2 * Dk + Tile) / 2;
+  /// Whether the raw chunk fits over p, r and u (a 64-column tile); a narrow
+  /// tile's has a region of its own after the chunk's scratch.
+  static constexpr bool kRawOver = kRawFloats <= 3 * Scratch::kTile;
   /// Floats of scratch before the long-row list, and with it.
-  static constexpr int kScratchFloats = Scratch::kFloats + 4;
+  static constexpr int kScratchFloats = Scratch::kFloats + 4 + (kRawOver ? 0 : kRawFloats);
   static constexpr int kListFloats = kScratchFloats + kThreads + 1;
   /// Team scratch in bytes (16 bytes of slack for alignment).
   static constexpr int scratch_bytes() { return int(sizeof(float)) * kListFloats; }
@@ -180,10 +184,11 @@ struct RecurrenceKernel {
     const int cg = rank / kLanes;  // lane group
     const int col0 = cg * kCols;   // this thread's first tile column
     const unsigned mask = group_mask<kLanes>(rank);
-    const int tcol = tile * kTiledCols;  // the tile's first column in the head
+    const int tcol = tile * Tile;  // the tile's first column in the head
 
     const Scratch s(align16(base));
-    ActT* const raw_act = reinterpret_cast<ActT*>(s.p);  // bf16 staging, over p, r and u
+    // bf16 staging: over p, r and u, or after the chunk's scratch
+    ActT* const raw_act = reinterpret_cast<ActT*>(kRawOver ? s.p : s.k + Scratch::kFloats);
 
     StateT* const srow = &m.state(it.slot, h, 0, tcol + col0);  // row 0 of the fragment
     float st[kRows][kCols];
@@ -202,8 +207,8 @@ struct RecurrenceKernel {
       if (c0 + kC < len) {
         prefetch_chunk(team, t0 + c0 + kC, len - c0 - kC < kC ? len - c0 - kC : kC, h, kh, tcol);
       } else if (nxt.len > 0) {
-        prefetch_tile_l2(&m.state(nxt.slot, nxt.h, 0, nxt.tile * kTiledCols), Dk,
-                         kTiledCols * int(sizeof(StateT)), long(Dk) * long(sizeof(StateT)), rank,
+        prefetch_tile_l2(&m.state(nxt.slot, nxt.h, 0, nxt.tile * Tile), Dk,
+                         Tile * int(sizeof(StateT)), long(Dk) * long(sizeof(StateT)), rank,
                          kThreads);
       }
       const bool staged_coefs = m.coef.data() != nullptr;  // the parallel pass computed them
@@ -215,14 +220,15 @@ struct RecurrenceKernel {
           const int j = e / n, i = e % n;  // token pairs, a lane group each
           if (i <= j) chunk_coefficients<kLanes>(s, j, i, lane, mask, m.q_scale);
         }
-        for (int j = 0; j < n; ++j) project<kLanes>(st, s, j, lane, col0);
+        constexpr int kStep = kLanes / (2 * kCols);  // tokens per projection (project)
+        for (int j = 0; j < n; j += kStep) project<kLanes>(st, s, j, n, lane, col0);
       }
       team.team_barrier();
       const long ocol = long(h) * Dk + tcol;  // the tile's first output column
       if constexpr (kThreads == 1) {  // host: SIMD blocks of columns
         const int row = static_cast<int>(it.ring_row);
         const int uoff = RingLayout{Dk, Dk, m.group}.delta_offset(g) + tcol;
-        for (int cb = 0; cb < kTiledCols; cb += kHostColBlock) {
+        for (int cb = 0; cb < Tile; cb += kHostColBlock) {
           const auto emit_u = [&](int j, int w, float u) {
             if (record) m.ring(row, kh, pos0 + c0 + j, uoff + cb + w) = RingT(u);
           };
@@ -231,7 +237,7 @@ struct RecurrenceKernel {
           };
           readout_columns<kHostColBlock>(s, n, cb, emit_u, emit_out);
         }
-      } else if (rank < kTiledCols) {  // a thread per column
+      } else if (rank < Tile) {  // a thread per column
         const int row = static_cast<int>(it.ring_row);
         const int ucol = RingLayout{Dk, Dk, m.group}.delta_offset(g) + tcol + rank;
         const auto emit_u = [&](int j, int, float u) {
@@ -243,7 +249,7 @@ struct RecurrenceKernel {
       if (record) write_key_records(team, s, int(it.ring_row), pos0 + c0, n, kh, g, tile);
       if (!record || c0 + n < len) {
         team.team_barrier();  // every column's delta factors are in scratch
-        fold_fragment<kLanes>(st, lane, n, s.k, Scratch::kLd, s.u + col0, kTiledCols, s.a, 1,
+        fold_fragment<kLanes>(st, lane, n, s.k, Scratch::kLd, s.u + col0, Tile, s.a, 1,
                               kBlockLd);
       }
     }
@@ -273,8 +279,8 @@ struct RecurrenceKernel {
         const int j = e / Dk, i = e % Dk;
         stage_ring_value(s.k + Scratch::at(j, i), &m.ring(row, kh, p0 + j, lay.key_offset() + i));
       }
-      for (int e = rank; e < cnt * kTiledCols; e += kThreads) {
-        const int j = e / kTiledCols, c = e % kTiledCols;
+      for (int e = rank; e < cnt * Tile; e += kThreads) {
+        const int j = e / Tile, c = e % Tile;
         stage_ring_value(s.u + e, &m.ring(row, kh, p0 + j, uoff + c));
       }
       for (int j = rank; j < cnt; j += kThreads) stage_ring_value(s.a + j, &m.ring(row, kh, p0 + j, aoff));
@@ -282,7 +288,7 @@ struct RecurrenceKernel {
       team.team_barrier();
       fold_steps<StateT>(st, m.ledger, row, p0, cnt, [&](int j, int cn) {
         fold_fragment<kLanes>(st, lane, cn, s.k + Scratch::at(j, 0), Scratch::kLd,
-                              s.u + col0 + j * kTiledCols, kTiledCols, s.a + j, 1, kBlockLd);
+                              s.u + col0 + j * Tile, Tile, s.a + j, 1, kBlockLd);
       });
     }
   }
@@ -326,8 +332,8 @@ struct RecurrenceKernel {
     if (m.vec_qkv) {
       constexpr int kE = 16 / int(sizeof(ActT));  // values per 16-byte word
       constexpr int kW = Dk / kE;                 // words of a key or query
-      constexpr int kVW = kTiledCols / kE;         // of the tile's values
-      ActT* const rk = raw;  // bf16: [kC][Dk] keys, [kC][Dk] queries, [kC][kTiledCols] values
+      constexpr int kVW = Tile / kE;         // of the tile's values
+      ActT* const rk = raw;  // bf16: [kC][Dk] keys, [kC][Dk] queries, [kC][Tile] values
       ActT* const rq = rk + kC * Dk;
       ActT* const rv = rq + kC * Dk;
       for (int e = rank; e < n * kW; e += kThreads) {
@@ -351,8 +357,8 @@ struct RecurrenceKernel {
         stage_value(s.k + Scratch::at(j, i), &x(t + j, kc + i));
         stage_value(s.q + Scratch::at(j, i), &x(t + j, qc + i));
       }
-      for (int e = rank; e < n * kTiledCols; e += kThreads) {
-        const int j = e / kTiledCols, c = e % kTiledCols;
+      for (int e = rank; e < n * Tile; e += kThreads) {
+        const int j = e / Tile, c = e % Tile;
         stage_value(s.v + e, &x(t + j, vc + c));
       }
     }
@@ -421,7 +427,7 @@ struct RecurrenceKernel {
   /// bf16 staging: this thread's raw copies of k, q, v in `raw` (the words
   /// stage copied, complete after its async_wait) into their float places.
   KOKKOS_INLINE_FUNCTION void widen(int rank, const Scratch& s, const ActT* raw, int n) const {
-    constexpr int kW = Dk / 8, kVW = kTiledCols / 8;  // 8-value words
+    constexpr int kW = Dk / 8, kVW = Tile / 8;  // 8-value words
     const ActT* const rk = raw;
     const ActT* const rq = rk + kC * Dk;
     const ActT* const rv = rq + kC * Dk;
@@ -461,7 +467,7 @@ struct RecurrenceKernel {
     const long qc = long(kh) * Dk;
     prefetch_tile_l2(&x(t, qc), n, Dk * kA, row_bytes, team.team_rank(), kThreads);
     prefetch_tile_l2(&x(t, m.key_dim + qc), n, Dk * kA, row_bytes, team.team_rank(), kThreads);
-    prefetch_tile_l2(&x(t, 2 * m.key_dim + long(h) * Dk + tcol), n, kTiledCols * kA, row_bytes,
+    prefetch_tile_l2(&x(t, 2 * m.key_dim + long(h) * Dk + tcol), n, Tile * kA, row_bytes,
                      team.team_rank(), kThreads);
   }
 
