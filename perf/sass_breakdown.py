@@ -24,6 +24,8 @@ to be the same one at the same offset (a mismatch beyond 2 % stops the
 report), and the counts are then also summed (3) by source: by the call in
 the kernel's body that the instruction comes from (D = 0, the default), or
 D calls deeper (the chain of inlined calls; `file:line > file:line`), and
+the warp stall samples (the warps' time) by the same sources, each with
+its three leading stall reasons, and
 (4) the instructions whose innermost source is Kokkos or a CUDA header,
 by the gdn line that called into it (what the Kokkos abstraction costs
 inside the kernel; CUDA headers are the intrinsics: shuffles, cp.async).
@@ -184,9 +186,14 @@ def source_text(frame, cache={}):
 def by_source(rows, a):
     head = rows[1]
     i_addr, i_src, i_n = (head.index(c) for c in ("Address", "Source", "Instructions Executed"))
+    i_st = head.index("Warp Stall Sampling (All Samples)")
+    reasons = [(i, c[len("stall_"):]) for i, c in enumerate(head)
+               if c.startswith("stall_") and "Not Issued" not in c]
     prof = [r for r in rows[2:] if r[i_addr].startswith("0x")]
     base = int(prof[0][i_addr], 16)
     counted = {int(r[i_addr], 16) - base: (normalized(r[i_src]), int(r[i_n] or 0)) for r in prof}
+    sampled = {int(r[i_addr], 16) - base:
+               (int(r[i_st] or 0), [(name, int(r[i] or 0)) for i, name in reasons]) for r in prof}
     best = None
     for name, ins in disassembly(a.lines).items():
         matched = [(o, chain) for o, t, chain in ins
@@ -201,8 +208,11 @@ def by_source(rows, a):
         print("  too many differ: not the code that was profiled; no attribution")
         return
     by_line = collections.Counter()
+    line_samples = collections.Counter()
+    line_reasons = collections.defaultdict(collections.Counter)
     kokkos = collections.Counter()
     total = 0
+    samples = 0
     for o, chain in matched:
         n = counted[o][1]
         total += n
@@ -213,6 +223,10 @@ def by_source(rows, a):
         outside = "(outside gdn: %s)" % (chain[0] if chain else "?")
         key = " > ".join(gdn[: a.depth + 1]) if gdn else outside
         by_line[key] += n
+        line_samples[key] += sampled[o][0]
+        samples += sampled[o][0]
+        for name, v in sampled[o][1]:
+            line_reasons[key][name] += v
         inner = chain[0].split(":")[0] if chain else ""
         if inner.startswith("Kokkos") or inner.endswith(".h") or "intrinsics" in inner:
             caller = next((c for c in chain if c.split(":")[0] in GDN_SOURCES), "?")
@@ -224,6 +238,16 @@ def by_source(rows, a):
             last = key.split(" > ")[-1]
             text = source_text(last) if ":" in last and not key.startswith("(") else ""
             print("  %7.1f  %5.1f %%  %s  %s" % (n / a.items, 100.0 * n / total, key, text))
+    if samples:
+        # Stall samples are taken at a fixed interval from every warp, so a
+        # source's share of them is its share of the warps' time.
+        print("by source, warp stall samples (share of %d; the leading reasons):" % samples)
+        for key, v in line_samples.most_common():
+            if v >= 0.005 * samples:
+                r = line_reasons[key]
+                rt = sum(r.values()) or 1
+                lead = ", ".join("%s %.0f %%" % (k, 100.0 * x / rt) for k, x in r.most_common(3))
+                print("  %5.1f %%  %s  (%s)" % (100.0 * v / samples, key, lead))
     k_all = sum(v for k, v in kokkos.items() if k.startswith("Kokkos"))
     h_all = sum(v for k, v in kokkos.items() if k.startswith("CUDA"))
     print("innermost source in Kokkos: %.1f per item (%.1f %%); in CUDA headers: %.1f (%.1f %%)" %
