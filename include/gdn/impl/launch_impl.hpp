@@ -68,10 +68,13 @@ void with_head_dim(int dk, F&& f) {
 
 /// The rows longer than a chunk of a forward with a workspace on a backend
 /// with the streaming kernel (CUDA), by the tiled kernel with the narrowest
-/// tile (64, 32 or 16 columns; at least one column per thread) whose teams
-/// still fit the resident teams at once: a batch of few rows then runs on
-/// more SMs, each team's chain per chunk shorter. The tile changes which
-/// thread computes a column, never an operation, so the bits are the same.
+/// tile (64, 32 or 16 columns) whose teams still fit the resident teams at
+/// once: a batch of few rows then runs on more SMs, each team's chain per
+/// chunk shorter. A 16-column tile needs Dk = 128 (at Dk = 64 a thread would
+/// hold no column, TeamShape). Only with a workspace: without one every team
+/// computes its chunks' step 2 itself, and narrower tiles would repeat it.
+/// The tile changes which thread computes a column, never an operation, so
+/// the bits are the same.
 template <class ExecSpace, class ActT, class StateT, int D>
 void launch_long_forward(const char* label, const ExecSpace& space,
                          const RecurrenceParams<ActT, StateT, float,
@@ -87,13 +90,11 @@ void launch_long_forward(const char* label, const ExecSpace& space,
   using Wide = RecurrenceKernel<ExecSpace, ActT, StateT, float, D, false>;
   const long long wide = Wide::items(batch, p.nv);
   const long long resident = Wide::league(space, std::numeric_limits<long long>::max());
-  if (D == 128 && 4 * wide <= resident) {
-    run(std::integral_constant<int, D == 128 ? 16 : kTiledCols>());
-  } else if (2 * wide <= resident) {
-    run(std::integral_constant<int, 32>());
-  } else {
-    run(std::integral_constant<int, kTiledCols>());
+  if constexpr (D == 128) {
+    if (4 * wide <= resident) return run(std::integral_constant<int, 16>());
   }
+  if (2 * wide <= resident) return run(std::integral_constant<int, 32>());
+  run(std::integral_constant<int, kTiledCols>());
 }
 
 template <class ExecSpace, class ActT, class StateT, class RingT, bool Verify, bool Lazy = false>
