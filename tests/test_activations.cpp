@@ -17,7 +17,7 @@
 namespace gdn_test {
 namespace {
 
-constexpr int C = gdn::chunk_tokens;
+constexpr int C = 16;  // a length scale for rows of several stages of the kernel
 
 enum class Form { Given, Gates };
 const char* form_name(Form f) { return f == Form::Given ? "decay and beta given" : "raw gates"; }
@@ -133,18 +133,10 @@ Dense2D<ActT> make_out_as(const Problem& p) {
 }
 
 // The public calls with the input form of `d`.
-// (`ws`: the forward with that workspace, else without one)
 template <class ActT, class StateT>
-void fwd(const Dev<ActT>& d, const Index& slots, const Pool<StateT>& S, const Dense2D<ActT>& out,
-         const gdn::Workspace<Mem>* ws = nullptr) {
+void fwd(const Dev<ActT>& d, const Index& slots, const Pool<StateT>& S, const Dense2D<ActT>& out) {
   const ExecSpace space;
-  const auto run = [&](const auto& in) {
-    if (ws != nullptr) {
-      gdn::recurrence_fwd(space, d.cfg, in, slots, S, out, *ws);
-    } else {
-      gdn::recurrence_fwd(space, d.cfg, in, slots, S, out);
-    }
-  };
+  const auto run = [&](const auto& in) { gdn::recurrence_fwd(space, d.cfg, in, slots, S, out); };
   if (d.form == Form::Given) {
     run(gdn::TokenInputs<Mem, ActT>{d.qkv, d.g0, d.g1, d.offsets});
   } else {
@@ -262,7 +254,7 @@ void cycles(Form form) {
   // Rows shorter than, equal to and longer than RING_LEN, and an empty row.
   cycle<ActT, float>(form, heads(2, 4, 64), {3, 0, 8, 1, 5, 11}, 8, 300);
   cycle<ActT, gdn::bf16>(form, heads(2, 2, 128), {3, 0, 8, 1, 5, 11}, 8, 301);
-  // Windows spanning several chunks.
+  // Rows spanning several stages of the kernel.
   cycle<ActT, float>(form, heads(1, 2, 128), {2 * C + 5, C + 1, 3 * C}, 3 * C, 302);
 }
 
@@ -271,41 +263,9 @@ TEST(Gates, FloatRawGatesVerifyForwardFold) { cycles<float>(Form::Gates); }
 TEST(Gates, Bf16RawGatesVerifyForwardFold) { cycles<gdn::bf16>(Form::Gates); }
 
 // ---------------------------------------------------------------------------
-// The forward with a workspace (the parallel pass's coefficients) gives the
-// bits of the forward without one, for every input form, activation and state type.
-template <class ActT, class StateT>
-void workspace_same_bits(Form form) {
-  SCOPED_TRACE(std::string(form_name(form)) + (is_bf16<ActT> ? ", bf16" : ", float") +
-               " activations, " + (is_bf16<StateT> ? "bf16" : "float") + " state");
-  const auto cfg = heads(2, 4, 128);
-  const std::vector<int> lens = {3 * C + 5, 0, 1, C, C + 1, 2 * C};
-  const Host h = make_host(cfg, lens, 321, form, is_bf16<ActT>);
-  const Dev<ActT> d = upload_as<ActT>(h);
-  const Index slots = to_device(iota_u32(int(lens.size())));
-  const auto S0 = make_state<StateT>(int(lens.size()), cfg, 322);
-  auto S_plain = clone(S0), S_ws = clone(S0);
-  auto out_plain = make_out_as<ActT>(h.p), out_ws = make_out_as<ActT>(h.p);
-  const gdn::Workspace<Mem> ws("gdn_test::workspace", cfg, h.p.tokens(), lens.size());
-  fwd(d, slots, S_plain, out_plain);
-  fwd(d, slots, S_ws, out_ws, &ws);
-  ExecSpace().fence();
-  EXPECT_TRUE(same_bytes(bytes_of(S_plain), bytes_of(S_ws))) << "state";
-  EXPECT_TRUE(same_bits(floats_2d(out_plain), floats_2d(out_ws))) << "outputs";
-}
-
-TEST(Workspace, SameBitsForEveryInputForm) {
-  for (Form form : {Form::Given, Form::Gates}) {
-    workspace_same_bits<float, float>(form);
-    workspace_same_bits<gdn::bf16, float>(form);
-    workspace_same_bits<gdn::bf16, gdn::bf16>(form);
-  }
-  workspace_same_bits<float, gdn::bf16>(Form::Gates);
-}
-
-// ---------------------------------------------------------------------------
-// A forward over L tokens == forwards over pieces split at multiples of C.
+// A forward over L tokens == forwards over pieces split anywhere (here at 7 and 23).
 template <class ActT>
-void split_at_chunks(Form form) {
+void split_anywhere(Form form) {
   SCOPED_TRACE(std::string(form_name(form)) + (is_bf16<ActT> ? ", bf16" : ", float"));
   const ExecSpace space;
   const auto cfg = heads(2, 4, 64);
@@ -317,7 +277,7 @@ void split_at_chunks(Form form) {
   const auto out_one = make_out_as<ActT>(p);
   fwd(upload_as<ActT>(h), slots, S_one, out_one);
   std::vector<float> out_split(std::size_t(p.tokens()) * cfg.value_dim());
-  const int cuts[] = {0, C, 3 * C, 1 << 20};
+  const int cuts[] = {0, 7, 23, 1 << 20};
   for (int piece = 0; piece < 3; ++piece) {
     std::vector<std::uint32_t> first(3), count(3);
     for (int b = 0; b < 3; ++b) {
@@ -339,12 +299,10 @@ void split_at_chunks(Form form) {
   EXPECT_TRUE(same_bits(floats_2d(out_one), out_split)) << "outputs";
 }
 
-TEST(Activations, Bf16ForwardSplitAtChunkMultiplesIsBitIdentical) {
-  split_at_chunks<gdn::bf16>(Form::Given);
-}
-TEST(Gates, ForwardSplitAtChunkMultiplesIsBitIdentical) {
-  split_at_chunks<float>(Form::Gates);
-  split_at_chunks<gdn::bf16>(Form::Gates);
+TEST(Activations, Bf16ForwardSplitAnywhereIsBitIdentical) { split_anywhere<gdn::bf16>(Form::Given); }
+TEST(Gates, ForwardSplitAnywhereIsBitIdentical) {
+  split_anywhere<float>(Form::Gates);
+  split_anywhere<gdn::bf16>(Form::Gates);
 }
 
 // ---------------------------------------------------------------------------

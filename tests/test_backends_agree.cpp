@@ -2,8 +2,8 @@
 // (SPEC.md section 2, "the canonical order"): verify (outputs, records, the
 // states of rows that commit), the forward (outputs, states) and the fold, for
 // float and bf16 states, rings and activations, given and raw gates, both head
-// dims, G = 1 and G = 2, and rows of one chunk (the streaming kernel on CUDA)
-// beside longer ones (the tiled kernel). On a host build both runs take the
+// dims, G = 1 and G = 2, and rows of one staging pass of the kernel (16
+// tokens) beside longer ones. On a host build both runs take the
 // host space: the test then checks that two runs agree.
 
 #include <gdn/gdn.hpp>
@@ -244,8 +244,8 @@ void compare_case(const Case& c) {
   }
 }
 
-// Rows of one chunk or less (T = 1, 4, 16, an empty one) beside rows longer
-// than a chunk (17: recorded in two chunks; 40: longer than RING_LEN, committed).
+// Rows of one staging pass or less (T = 1, 4, 16, an empty one) beside longer rows
+// (17: recorded over two passes; 40: longer than RING_LEN, committed).
 const std::vector<int> kLens = {1, 4, 16, 0, 7, 17, 40, 2};
 
 TEST(BackendsAgree, GivenGates) {

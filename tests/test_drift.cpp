@@ -1,8 +1,9 @@
 // The drift test of docs/design.md: over 16384 tokens of adversarial inputs,
-// the float32 state of the chunked kernels stays as close to a float64
-// evaluation as a plain per-token float32 recurrence run beside it: within
-// 2x of its error for a speculative-decoding loop (verify windows of 4 to 16,
-// random acceptance, fold) and within 4x for a chunked prefill.
+// the float32 state of the exact path stays as close to a float64 evaluation
+// as a plain per-token float32 recurrence run beside it (sums in index
+// order): within 1.25x of its error for the forward over long calls and for
+// a speculative-decoding loop (verify windows of 1 to 16, random acceptance,
+// fold).
 #include "test_support.hpp"
 
 #include <cmath>
@@ -118,7 +119,7 @@ gdn::TokenInputs<Mem> window_inputs(const DeviceInputs& d, std::pair<std::size_t
   return in;
 }
 
-TEST(Drift, ChunkedPrefillWithin4xOfPerTokenFloat32) {
+TEST(Drift, ForwardWithin1_25xOfPerTokenFloat32) {
   const ExecSpace space;
   const Problem p = adversarial_problem(kCfg, 301);
   auto S = make_state<float>(1, kCfg, 302);
@@ -126,26 +127,18 @@ TEST(Drift, ChunkedPrefillWithin4xOfPerTokenFloat32) {
   const DeviceInputs d = upload(p);
   Strided2D out = make_out(p);
   const auto slots = to_device({0u});
-  // The same prefill with a workspace (the two-pass forward) beside it: the same bits.
-  auto S_ws = clone(S);
-  Strided2D out_ws = make_out(p);
-  const gdn::Workspace<Mem> ws("gdn_test::workspace", kCfg, kCheckEvery, 1);
   for (int t0 = 0; t0 < kTokens; t0 += kCheckEvery) {  // one call per 4096 tokens
     const auto rows = std::make_pair(std::size_t(t0), std::size_t(t0 + kCheckEvery));
     const auto in = window_inputs(d, rows, to_device({0u, std::uint32_t(kCheckEvery)}));
     gdn::recurrence_fwd(space, kCfg, in, slots, S, Kokkos::subview(out.view, rows, Kokkos::ALL));
-    gdn::recurrence_fwd(space, kCfg, in, slots, S_ws,
-                        Kokkos::subview(out_ws.view, rows, Kokkos::ALL), ws);
     space.fence();
     base.advance(t0 + kCheckEvery);
-    expect_within("prefill", base.at, frob_rel(floats_of(S), base.s64),
-                  frob_rel(base.s32, base.s64), 4.0);
-    EXPECT_TRUE(same_bytes(bytes_of(S), bytes_of(S_ws))) << "state with a workspace";
+    expect_within("forward", base.at, frob_rel(floats_of(S), base.s64),
+                  frob_rel(base.s32, base.s64), 1.25);
   }
-  EXPECT_TRUE(same_bits(read_2d(out), read_2d(out_ws))) << "outputs with a workspace";
 }
 
-TEST(Drift, SpeculativeLoopWithin2xOfPerTokenFloat32) {
+TEST(Drift, SpeculativeLoopWithin1_25xOfPerTokenFloat32) {
   const ExecSpace space;
   const Problem p = adversarial_problem(kCfg, 401);
   auto S = make_state<float>(1, kCfg, 402);
@@ -163,7 +156,7 @@ TEST(Drift, SpeculativeLoopWithin2xOfPerTokenFloat32) {
   std::mt19937_64 rng(403);
   int pos = 0, next_check = kCheckEvery;
   while (pos < kTokens) {
-    const int w = std::min(std::uniform_int_distribution<int>(4, 16)(rng), kTokens - pos);
+    const int w = std::min(std::uniform_int_distribution<int>(1, 16)(rng), kTokens - pos);
     const int n = std::uniform_int_distribution<int>(1, w)(rng);
     const auto rows = std::make_pair(std::size_t(pos), std::size_t(pos + w));
     h_off(1) = std::uint32_t(w);
@@ -179,7 +172,7 @@ TEST(Drift, SpeculativeLoopWithin2xOfPerTokenFloat32) {
     if (pos >= next_check) {
       base.advance(pos);
       expect_within("speculative loop", pos, frob_rel(floats_of(S), base.s64),
-                    frob_rel(base.s32, base.s64), 2.0);
+                    frob_rel(base.s32, base.s64), 1.25);
       next_check += kCheckEvery;
     }
   }

@@ -285,7 +285,7 @@ TEST(LazyCommit, Bf16HistoryMatchesTheBf16EagerRing) {
   lazy_matches_eager<float, gdn::bf16>(ls);
 }
 
-// Windows longer than a chunk (records written by two chunks, the history
+// Windows longer than the kernel's staging pass of 16 tokens (records written by two passes, the history
 // advanced over more than one staging batch), head dim 128, G = 1, and rows longer
 // than the capacity, which both flows commit (index checking off: with it they are an
 // error of the lazy verify).

@@ -1,6 +1,6 @@
 // Padding rows (gdn::pad_slot, SPEC.md section 3): a row whose state slot, ring slot or fold
 // table entry is gdn::pad_slot is skipped. Each test runs a batch with padding rows interleaved
-// (first, in the middle, last; empty and with tokens, shorter and longer than a chunk and than
+// (first, in the middle, last; empty and with tokens, shorter and longer than a staging pass of 16 tokens and than
 // RING_LEN) and the same call without them, and compares byte for byte: every pool (state,
 // ring, conv state, conv ring) equal to the call without the padding rows, the real rows' `out`
 // equal, the padding rows' `out` still the poison it was filled with. The padding rows' other
@@ -169,8 +169,8 @@ void recurrence_skips_padding(const gdn::HeadConfig& cfg, const std::vector<Row>
   }
 }
 
-// Padding rows first, in the middle and last; empty, one token, longer than a chunk. Real
-// rows: a decode step, a window, a row of several chunks, an empty row.
+// Padding rows first, in the middle and last; empty, one token, longer than 16 tokens. Real
+// rows: a decode step, a window, a row of several staging passes, an empty row.
 const std::vector<Row> kForwardRows = {
     {3, kPad, 0}, {5, 6, 0}, {17, kPad, 0}, {20, 1, 0}, {0, 3, 0},
     {0, kPad, 0}, {1, 4, 0}, {40, kPad, 0}, {2, 5, 0},  {2, kPad, 0},

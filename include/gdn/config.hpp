@@ -13,13 +13,6 @@
 
 namespace gdn {
 
-/// \brief Tokens per chunk of the recurrence (docs/design.md, "The
-/// recurrence, computed in chunks"). Every call splits each sequence into
-/// chunks of this many tokens counted from the sequence's first token in the
-/// call (the last chunk may be shorter); results are bit-identical only
-/// between calls that chunk the same tokens the same way.
-inline constexpr int chunk_tokens = 16;
-
 /// \brief The index of a padding row: `0xFFFFFFFF`, which an int32 -1 (Python's padding index)
 /// reads as.
 ///

@@ -17,6 +17,5 @@
 #include <gdn/state_fold.hpp>
 #include <gdn/verify_ring.hpp>
 #include <gdn/version.hpp>
-#include <gdn/workspace.hpp>
 
 #endif  // GDN_GDN_HPP

@@ -4,14 +4,13 @@
 /// \file recurrence_fwd.hpp
 /// \brief `gdn::recurrence_fwd`: the forward recurrence over a ragged batch.
 ///
-/// The kernel itself is in impl/recurrence_kernel.hpp (shared with verify).
+/// The kernel itself is in impl/kernels/token_kernel.hpp (shared with verify).
 
 #include <gdn/config.hpp>
 #include <gdn/impl/eti.hpp>
 #include <gdn/impl/launch.hpp>
 #include <gdn/impl/profiling.hpp>
 #include <gdn/impl/static_checks.hpp>
-#include <gdn/workspace.hpp>
 
 #include <Kokkos_Core.hpp>
 
@@ -26,8 +25,7 @@ namespace Impl {
 template <class ExecSpace, class Inputs, class SlotsView, class StateView, class OutView>
 void recurrence_fwd_checked(const ExecSpace& space, const HeadConfig& cfg, const Inputs& inputs,
                             const SlotsView& state_slots, const StateView& state,
-                            const OutView& out,
-                            const Workspace<typename ExecSpace::memory_space>* workspace) {
+                            const OutView& out) {
   using M = typename ExecSpace::memory_space;
   GDN_IMPL_STATIC_ASSERT_FWD_ARGS("gdn::recurrence_fwd", "is written", ExecSpace, Inputs, SlotsView,
                                   StateView, OutView);
@@ -37,8 +35,7 @@ void recurrence_fwd_checked(const ExecSpace& space, const HeadConfig& cfg, const
   using StateT = typename SP::value_type;
   FwdLauncher<ExecSpace, ActT, StateT>::run(space, cfg, inputs, IndexView<M>(state_slots),
                                             PoolView<StateT, M>(state),
-                                            Impl::OutView<ActT, M>(out),
-                                            workspace ? &workspace->view() : nullptr);
+                                            Impl::OutView<ActT, M>(out));
 }
 
 }  // namespace Impl
@@ -47,9 +44,11 @@ void recurrence_fwd_checked(const ExecSpace& space, const HeadConfig& cfg, const
 ///
 /// For sequence b (tokens `[row_offsets[b], row_offsets[b+1])`) and every value
 /// head, starts from pool row `state_slots[b]`, runs the recurrence of
-/// docs/design.md (section 2) over the sequence's tokens in order, writes `out`
-/// for every token and writes the final state back to the same pool row. An empty sequence reads
-/// and writes nothing. Non-blocking: the work is enqueued on `space`.
+/// docs/design.md (section 2) over the sequence's tokens in order, one token at a
+/// time, writes `out` for every token and writes the final state back to the same
+/// pool row. A row's bits do not depend on how its tokens are split into calls, nor
+/// on the other rows of the batch. An empty sequence reads and writes nothing; any
+/// length is allowed. Non-blocking: the work is enqueued on `space`.
 ///
 /// \param space        execution space instance (Kokkos::Cuda, Kokkos::OpenMP, Kokkos::Serial)
 /// \param cfg          head geometry; Dk == Dv in {64, 128}
@@ -69,7 +68,7 @@ template <class ExecSpace, class SlotsView, class StateView, class OutView>
 void recurrence_fwd(const ExecSpace& space, const HeadConfig& cfg,
                     const TokenInputs<typename ExecSpace::memory_space>& inputs,
                     const SlotsView& state_slots, const StateView& state, const OutView& out) {
-  Impl::recurrence_fwd_checked(space, cfg, inputs, state_slots, state, out, nullptr);
+  Impl::recurrence_fwd_checked(space, cfg, inputs, state_slots, state, out);
 }
 
 /// \brief `recurrence_fwd` for the other inputs: `TokenInputs<M, gdn::bf16>`,
@@ -78,39 +77,7 @@ template <class ExecSpace, class Inputs, class SlotsView, class StateView, class
           Impl::EnableIfOtherInputs<ExecSpace, Inputs> = 0>
 void recurrence_fwd(const ExecSpace& space, const HeadConfig& cfg, const Inputs& inputs,
                     const SlotsView& state_slots, const StateView& state, const OutView& out) {
-  Impl::recurrence_fwd_checked(space, cfg, inputs, state_slots, state, out, nullptr);
-}
-
-/// \brief `recurrence_fwd` with a caller-owned workspace (workspace.hpp).
-///
-/// The same results, bit for bit, as the call without it. The workspace
-/// holds the coefficients of a parallel pass over every chunk of every row,
-/// which the sequential pass then reads: on CUDA this is the faster path
-/// for rows longer than chunk_tokens (long prompts; rows of at most one chunk
-/// run as without it). The call allocates nothing, so it can be captured in
-/// a CUDA graph.
-///
-/// \param workspace at least `workspace_bytes(cfg, tokens, B)` bytes, 16-byte
-///                  aligned (a `Workspace` or a `Kokkos::View<std::uint8_t*>`
-///                  in the execution space's memory space); its contents on
-///                  entry are ignored and on return are unspecified.
-/// \throws gdn::InvalidArgument as the call without it, and naming
-///         `workspace` with the bytes needed if it is too small or misaligned.
-template <class ExecSpace, class SlotsView, class StateView, class OutView>
-void recurrence_fwd(const ExecSpace& space, const HeadConfig& cfg,
-                    const TokenInputs<typename ExecSpace::memory_space>& inputs,
-                    const SlotsView& state_slots, const StateView& state, const OutView& out,
-                    const Workspace<typename ExecSpace::memory_space>& workspace) {
-  Impl::recurrence_fwd_checked(space, cfg, inputs, state_slots, state, out, &workspace);
-}
-
-/// \brief `recurrence_fwd` with a workspace for the other inputs (as above).
-template <class ExecSpace, class Inputs, class SlotsView, class StateView, class OutView,
-          Impl::EnableIfOtherInputs<ExecSpace, Inputs> = 0>
-void recurrence_fwd(const ExecSpace& space, const HeadConfig& cfg, const Inputs& inputs,
-                    const SlotsView& state_slots, const StateView& state, const OutView& out,
-                    const Workspace<typename ExecSpace::memory_space>& workspace) {
-  Impl::recurrence_fwd_checked(space, cfg, inputs, state_slots, state, out, &workspace);
+  Impl::recurrence_fwd_checked(space, cfg, inputs, state_slots, state, out);
 }
 
 }  // namespace gdn

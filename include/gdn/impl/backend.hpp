@@ -8,7 +8,7 @@
 /// Every function here has exactly one backend switch (`__CUDA_ARCH__`), so a
 /// new backend touches this file and nothing else. Nothing here changes the
 /// arithmetic's order: the primitives move data, and the lane sums add in
-/// the canonical tree of chunk_algebra.hpp (a lane per block).
+/// the canonical tree of core/token_step.hpp.
 
 #include <gdn/bf16.hpp>
 
@@ -47,78 +47,72 @@
 namespace gdn {
 namespace Impl {
 
-/// Columns of one tiled-kernel team's tile (recurrence_kernel.hpp) for every
-/// call but the CUDA forward with a workspace over few rows; the same on
-/// every backend (64), so work items are counted the same way everywhere.
-constexpr int kTiledCols = 64;
+/// Columns of one work item of the forward / verify kernel (token_kernel.hpp):
+/// a tile of every head's state, the same on every backend, so work items
+/// are counted the same way everywhere.
+constexpr int kTokenTile = 64;
 
-/// \brief How a team of the tiled forward / verify kernel splits a tile of
-/// `Tile` columns of the state.
+/// \brief How a team of the forward / verify kernel (token_kernel.hpp) holds
+/// its tile of `kTokenTile` state columns (all `Dk` rows).
 ///
-/// A team owns a tile of `Tile` state columns (all `Dk` rows). Its
-/// threads form `col_groups` lane groups of `lanes` lanes; lane `l` of group
-/// `cg` holds rows `[l * Dk / lanes, (l + 1) * Dk / lanes)` of columns
-/// `[cg * cols, (cg + 1) * cols)` in registers. The host default: one thread
-/// holds the whole tile and the compiler vectorises over its columns.
-template <class ExecSpace, int Dk, int Tile = kTiledCols>
-struct TeamShape {
-  static constexpr int lanes = 1;       ///< threads that split one column's rows
-  static constexpr int col_groups = 1;  ///< lane groups per team
-  static constexpr int cols = Tile;     ///< columns per thread
-  static constexpr int min_teams = 1;   ///< launch bound: resident teams per SM (GPU)
+/// The team's threads form lane groups of `lanes` lanes; the lanes of a
+/// group split the rows of the group's `cols` columns, lane `l` holding the
+/// consecutive canonical blocks [l * bpl, (l + 1) * bpl) (`bpl` = Dk / 16 /
+/// lanes), so the sums over a column meet in the canonical tree
+/// (core/token_step.hpp). A thread sweeps its columns `col_block` at a time.
+/// `place` gives a team thread its lane and lane group; `warp_group0` the
+/// first lane group of its warp (the groups that run a lane_sum together).
+/// The host default: one thread holds the whole tile (every block of every
+/// column), sweeps 16 columns at a time (one 512-bit vector), and folds
+/// records into a row while its columns are in registers (`rows_outer`).
+template <class ExecSpace, int Dk, class StateT>
+struct TokenShape {
+  static constexpr int lanes = 1;               ///< lanes splitting one column's rows
+  static constexpr int lane_stride = 1;         ///< warp-lane distance of a group's lanes
+  static constexpr int cols = kTokenTile;       ///< columns per thread
+  static constexpr int col_block = 16;          ///< columns swept together
+  static constexpr int threads = 1;             ///< threads per team
+  static constexpr int min_teams = 1;           ///< launch bound: resident teams per SM (GPU)
+  static constexpr bool rows_outer = true;      ///< fold_fragment's loop order
+  KOKKOS_FORCEINLINE_FUNCTION static void place(int /*rank*/, int& lane, int& group,
+                                                int& warp_group0) {
+    lane = 0;
+    group = 0;
+    warp_group0 = 0;
+  }
   /// Teams to launch for `items` work items: one per item (the host's
   /// dynamic scheduling balances them).
   static long long league(const ExecSpace&, long long items) { return items; }
 };
 
 #if defined(KOKKOS_ENABLE_CUDA)
-/// CUDA: 128 threads; a lane per canonical block of 16 rows (Dk / 16
-/// consecutive warp lanes per column group), the lane groups splitting the
-/// tile's columns: a 64-column tile gives each lane group half as many
-/// columns as it has lanes (16 x 4 floats per thread at Dk = 128, 16 x 2 at
-/// Dk = 64); the narrow tiles of the forward with a workspace over few rows
-/// (32 or 16 columns) fewer, and step 1 then reduces the sums of
-/// Dk / 16 / (2 x cols) tokens at once (project). Two teams per SM: the
-/// launch bound leaves 255 registers, which the fragment, the step-1 sums
-/// and step 3's per-column arrays need without spilling.
-template <int Dk, int Tile>
-struct TeamShape<Kokkos::Cuda, Dk, Tile> {
+/// CUDA: a lane per canonical block (Dk / 16 lanes per group), 4 columns
+/// per lane (16 x 4 state values in registers), 16 lane groups cover the
+/// tile: 128 threads at Dk = 128, 64 at Dk = 64. Within a warp the groups
+/// are interleaved (warp lane w: row lane w / gpw, group w % gpw, gpw =
+/// 32 / lanes), so a quarter-warp's 16-byte loads of the state cover
+/// 64 contiguous bytes of two rows and its loads of a staged key hit
+/// distinct banks; the lanes of a group are gpw warp lanes apart (the
+/// butterfly's distances). Persistent teams, min_teams per SM (3 with a
+/// float state, 4 with bf16 at Dk = 128; twice as many at Dk = 64), each
+/// hinting its next item's state into L2 while it computes.
+template <int Dk, class StateT>
+struct TokenShape<Kokkos::Cuda, Dk, StateT> {
   static constexpr int lanes = Dk / 16;
-  static constexpr int cols = Tile * lanes / 128;
-  static constexpr int col_groups = Tile / (cols > 0 ? cols : 1);
-  static constexpr int min_teams = 2;
-  /// Persistent teams (as many as the launch bound keeps resident), each
-  /// looping over items, so that a team can prefetch its next item's state
-  /// while it computes (prefetch_l2).
-  static long long league(const Kokkos::Cuda& space, long long items) {
-    const long long resident =
-        static_cast<long long>(space.cuda_device_prop().multiProcessorCount) * min_teams;
-    return items < resident ? items : resident;
+  static constexpr int gpw = 32 / lanes;  // lane groups per warp
+  static constexpr int lane_stride = gpw;
+  static constexpr int cols = 4;
+  static constexpr int col_block = 4;
+  static constexpr int threads = kTokenTile / cols * lanes;
+  static constexpr int min_teams = (sizeof(StateT) == 2 ? 4 : 3) * (Dk > 64 ? 1 : 2);
+  static constexpr bool rows_outer = false;
+  KOKKOS_FORCEINLINE_FUNCTION static void place(int rank, int& lane, int& group,
+                                                int& warp_group0) {
+    const int w = rank % 32;
+    lane = w / gpw;
+    warp_group0 = rank / 32 * gpw;
+    group = warp_group0 + w % gpw;
   }
-};
-#endif
-
-/// \brief The team of the streaming forward / verify kernel
-/// (stream_kernel.hpp), which serves rows of at most one chunk. `enabled`:
-/// whether the backend runs it; elsewhere the tiled kernel takes every row.
-template <class ExecSpace, int Dk>
-struct StreamShape {
-  static constexpr bool enabled = false;
-  static constexpr int threads = 1;
-  static constexpr int min_teams = 1;
-  static long long league(const ExecSpace&, long long items) { return items; }
-};
-
-#if defined(KOKKOS_ENABLE_CUDA)
-/// CUDA: 2 * Dk threads (a warp per canonical block, Dk / 32 columns per
-/// lane, every column of a head), persistent teams. Two teams per SM at
-/// Dk = 128 (the launch bound leaves 128 registers: the fragment, 64 floats,
-/// is the largest part), four at Dk = 64.
-template <int Dk>
-struct StreamShape<Kokkos::Cuda, Dk> {
-  static constexpr bool enabled = true;
-  static constexpr int threads = 2 * Dk;
-  static constexpr int min_teams = Dk > 64 ? 2 : 4;
   static long long league(const Kokkos::Cuda& space, long long items) {
     const long long resident =
         static_cast<long long>(space.cuda_device_prop().multiProcessorCount) * min_teams;
@@ -134,7 +128,7 @@ struct StreamShape<Kokkos::Cuda, Dk> {
 /// `tile_rows` x `tile_cols` state values; thread `t` holds rows
 /// `[(t / col_groups) * rows, + rows)` of columns `[(t % col_groups) * cols,
 /// + cols)` in registers (`col_groups = tile_cols / cols`). The host default:
-/// one thread holds a 64-column tile of all rows, as in TeamShape.
+/// one thread holds a 64-column tile of all rows, as in TokenShape.
 template <class ExecSpace, int Dk, class StateT>
 struct FoldShape {
   static constexpr int threads = 1;
@@ -143,6 +137,7 @@ struct FoldShape {
   static constexpr int cols = tile_cols;
   static constexpr int rows = tile_rows;
   static constexpr int min_teams = 1;
+  static constexpr bool rows_outer = true;  ///< fold_fragment's loop order
   static long long league(const ExecSpace&, long long items) { return items; }
 };
 
@@ -161,6 +156,7 @@ struct FoldShape<Kokkos::Cuda, Dk, StateT> {
   static constexpr int rows = Dk / row_groups < 8 ? Dk / row_groups : 8;
   static constexpr int tile_rows = row_groups * rows;
   static constexpr int min_teams = cols == 8 ? 4 : 8;
+  static constexpr bool rows_outer = false;
   static long long league(const Kokkos::Cuda&, long long items) { return items; }
 };
 #endif
@@ -171,16 +167,6 @@ struct FoldShape<Kokkos::Cuda, Dk, StateT> {
 /// before each launch, behind an event synchronisation that a CUDA graph
 /// capture does not allow. Host spaces ignore it.
 using TeamKernelLaunch = Kokkos::Experimental::WorkItemProperty::HintLightWeight_t;
-
-template <class ExecSpace, int Dk, int Tile = kTiledCols>
-struct TeamTraits : TeamShape<ExecSpace, Dk, Tile> {
-  using Shape = TeamShape<ExecSpace, Dk, Tile>;
-  static constexpr int threads = Shape::lanes * Shape::col_groups;
-  static_assert(Shape::cols >= 1 && Shape::cols * Shape::col_groups == Tile,
-                "a team's column groups cover its tile");
-  static_assert(Shape::lanes == 1 || Shape::lanes % (2 * Shape::cols) == 0,
-                "step 1 leaves one of a group's sums in each lane (project)");
-};
 
 /// `p` advanced to the next 16-byte boundary (by 0 to 3 floats): team scratch
 /// holds 16-byte vectors. Pointer arithmetic keeps the address space known
@@ -372,58 +358,16 @@ KOKKOS_FORCEINLINE_FUNCTION void store_frag(bf16* p, const float (&s)[N]) {
   }
 }
 
-/// \brief Sum `v[0 .. 2*Lanes/2)` over the `Lanes` consecutive warp lanes of a
-/// lane group, leaving sum `l` in lane `l` (`l` = this thread's lane).
-///
-/// Halving exchanges at lane distances Lanes/2, ..., 1: at each, the lane
-/// keeps the half of its values whose index bit matches its own lane bit and
-/// adds the partner's copy of that half. The additions form a tree fixed by
-/// the lanes' positions, so the bits depend on nothing but the inputs. Every
-/// thread of the warp calls it together. Host (one lane): `v[0]`.
-template <int Lanes, int N>
-KOKKOS_FORCEINLINE_FUNCTION float lane_reduce_scatter(float (&v)[N], int lane) {
-  static_assert(N == Lanes, "one sum per lane");
-#if defined(__CUDA_ARCH__)
-  constexpr unsigned kFull = 0xffffffffu;
-  int n = N;
-  GDN_UNROLL
-  for (int off = Lanes / 2; off > 0; off /= 2) {
-    n /= 2;
-    const bool hi = (lane & off) != 0;
-    GDN_UNROLL
-    for (int j = 0; j < N / 2; ++j) {
-      if (j < n) {
-        const float send = hi ? v[j] : v[j + n];
-        const float keep = hi ? v[j + n] : v[j];
-        v[j] = keep + __shfl_xor_sync(kFull, send, off);
-      }
-    }
-  }
-  return v[0];
-#else
-  (void)lane;
-  return v[0];
-#endif
-}
-
-/// The warp lanes of team thread `rank`'s lane group, as a shuffle mask
-/// (the team's threads are consecutive warp lanes). Host: unused.
-template <int Lanes>
-KOKKOS_FORCEINLINE_FUNCTION unsigned group_mask(int rank) {
-  return Lanes >= 32 ? 0xffffffffu : ((1u << Lanes) - 1u) << ((rank % 32) / Lanes * Lanes);
-}
-
-/// Sum of `v` over the `Lanes` consecutive warp lanes of a lane group (xor
-/// butterfly at distances Lanes/2, ..., 1: a + b and b + a are the same bits,
-/// so every lane ends with the same sum). The group's lanes call it together
-/// (`mask` = group_mask); other groups of the warp need not. Host: `v`.
-template <int Lanes>
-KOKKOS_FORCEINLINE_FUNCTION float lane_all_sum(float v, unsigned mask) {
+/// \brief The sum of `v` over the `Lanes` lanes of a lane group whose lanes
+/// are `Stride` warp lanes apart: the xor butterfly at lane distances
+/// Lanes/2, ..., 1 (the top of the canonical tree, core/token_step.hpp).
+/// `a + b` and `b + a` round alike, so every lane ends with the same bits.
+/// Every thread of the warp calls it together. One lane (the host): `v`.
+template <int Lanes, int Stride>
+KOKKOS_FORCEINLINE_FUNCTION float lane_sum(float v) {
 #if defined(__CUDA_ARCH__)
   GDN_UNROLL
-  for (int off = Lanes / 2; off > 0; off /= 2) v += __shfl_xor_sync(mask, v, off);
-#else
-  (void)mask;
+  for (int off = Lanes / 2; off > 0; off /= 2) v += __shfl_xor_sync(0xffffffffu, v, off * Stride);
 #endif
   return v;
 }

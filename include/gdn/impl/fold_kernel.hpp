@@ -5,8 +5,8 @@
 /// \brief The fold kernel: commit accepted ring records into the state, all
 /// layers in one launch.
 ///
-/// Applies records p = 0 .. n-1 with `fold_record` (chunk_algebra.hpp), the
-/// same step-4 update in the same order as the forward, which is why a fold
+/// Applies records p = 0 .. n-1 with `fold_record` (core/token_step.hpp), the
+/// forward's decay and update lines in the forward's order, which is why a fold
 /// from a float ring is bit-identical to a forward over the accepted tokens.
 /// Each state value is updated on its own, so the thread mapping below
 /// changes no bits.
@@ -22,8 +22,8 @@
 /// fragments (all loads in flight at once), stages up to kC = 16
 /// records at a time in scratch (the tile's key rows, the tile's delta
 /// factors, the decays; every copy of a thread in flight at once), then
-/// every thread folds them in (GPU: record outer, fold_block; host: a row
-/// block at a time, fold_fragment). Rows with n == 0 or n > RING_LEN, and
+/// every thread folds them in (fold_fragment: GPU record outer, host a row
+/// at a time). Rows with n == 0 or n > RING_LEN, and
 /// entries whose state or ring row is gdn::pad_slot, return before they read
 /// anything.
 ///
@@ -46,7 +46,7 @@
 
 #include <gdn/config.hpp>
 #include <gdn/impl/backend.hpp>
-#include <gdn/impl/chunk_algebra.hpp>
+#include <gdn/impl/core/token_step.hpp>
 #include <gdn/impl/conv_kernel.hpp>
 #include <gdn/impl/lazy_kernel.hpp>
 #include <gdn/impl/params.hpp>
@@ -206,13 +206,8 @@ struct FoldKernel {
       async_wait();
       team.team_barrier();
       const auto fold = [&](int j, int cn) {
-        if constexpr (kThreads == 1) {
-          fold_fragment<1>(st, 0, cn, sk + j * kTileRows, kTileRows, su + j * kTileCols,
-                           kTileCols, sa + j, 1);
-        } else {
-          fold_block(st, cn, sk + j * kTileRows + r0, kTileRows, su + j * kTileCols + c0,
-                     kTileCols, sa + j);
-        }
+        fold_fragment<Shape::rows_outer>(st, cn, sk + j * kTileRows + r0, kTileRows,
+                                         su + j * kTileCols + c0, kTileCols, sa + j);
       };
       if constexpr (Lazy) {
         fold_steps<StateT>(st, m.ledger, rrow, p0, cnt, fold);

@@ -21,18 +21,16 @@ namespace gdn {
 namespace Impl {
 
 /// recurrence_fwd for one (execution space, activation type, state type), for
-/// either input form (TokenInputs: gates given; GateInputs: raw gates);
-/// `workspace`: the caller's (workspace.hpp), or null for the call without one.
+/// either input form (TokenInputs: gates given; GateInputs: raw gates).
 template <class ExecSpace, class ActT, class StateT>
 struct FwdLauncher {
   using M = typename ExecSpace::memory_space;
-  using WorkspaceView = Kokkos::View<std::uint8_t*, M>;
   static void run(const ExecSpace& space, const HeadConfig& cfg, const TokenInputs<M, ActT>& in,
                   const IndexView<M>& state_slots, const PoolView<StateT, M>& state,
-                  const OutView<ActT, M>& out, const WorkspaceView* workspace);
+                  const OutView<ActT, M>& out);
   static void run(const ExecSpace& space, const HeadConfig& cfg, const GateInputs<M, ActT>& in,
                   const IndexView<M>& state_slots, const PoolView<StateT, M>& state,
-                  const OutView<ActT, M>& out, const WorkspaceView* workspace);
+                  const OutView<ActT, M>& out);
 };
 
 /// recurrence_verify_ring for one (execution space, activation type, state type, ring type),

@@ -7,12 +7,9 @@
 
 #include <gdn/bf16.hpp>
 #include <gdn/config.hpp>
-#include <gdn/impl/coef_kernel.hpp>
-#include <gdn/impl/cuda_launch.hpp>
 #include <gdn/impl/fold_kernel.hpp>
+#include <gdn/impl/kernels/token_kernel.hpp>
 #include <gdn/impl/launch.hpp>
-#include <gdn/impl/recurrence_kernel.hpp>
-#include <gdn/impl/stream_kernel.hpp>
 #include <gdn/impl/validate.hpp>
 #include <gdn/ring.hpp>
 
@@ -66,40 +63,10 @@ void with_head_dim(int dk, F&& f) {
   }
 }
 
-/// The rows longer than a chunk of a forward with a workspace on a backend
-/// with the streaming kernel (CUDA), by the tiled kernel with the narrowest
-/// tile (64, 32 or 16 columns) whose teams still fit the resident teams at
-/// once: a batch of few rows then runs on more SMs, each team's chain per
-/// chunk shorter. A 16-column tile needs Dk = 128 (at Dk = 64 a thread would
-/// hold no column, TeamShape). Only with a workspace: without one every team
-/// computes its chunks' step 2 itself, and narrower tiles would repeat it.
-/// The tile changes which thread computes a column, never an operation, so
-/// the bits are the same.
-template <class ExecSpace, class ActT, class StateT, int D>
-void launch_long_forward(const char* label, const ExecSpace& space,
-                         const RecurrenceParams<ActT, StateT, float,
-                                                typename ExecSpace::memory_space>& p,
-                         long long batch) {
-  const auto run = [&](auto tile) {
-    using K = RecurrenceKernel<ExecSpace, ActT, StateT, float, D, false, false,
-                               decltype(tile)::value>;
-    K k{p, static_cast<int>(K::items(batch, p.nv))};
-    k.m_long_only = true;
-    launch_team_kernel(label, space, k);
-  };
-  using Wide = RecurrenceKernel<ExecSpace, ActT, StateT, float, D, false>;
-  const long long wide = Wide::items(batch, p.nv);
-  const long long resident = Wide::league(space, std::numeric_limits<long long>::max());
-  if constexpr (D == 128) {
-    if (4 * wide <= resident) return run(std::integral_constant<int, 16>());
-  }
-  if (2 * wide <= resident) return run(std::integral_constant<int, 32>());
-  run(std::integral_constant<int, kTiledCols>());
-}
-
+/// The forward, verify or lazy verify kernel (token_kernel.hpp) over the
+/// call's batch, after the call's arguments were validated.
 template <class ExecSpace, class ActT, class StateT, class RingT, bool Verify, bool Lazy = false>
-void launch_recurrence(const char* label, const char* long_label, const ExecSpace& space,
-                       const HeadConfig& cfg,
+void launch_recurrence(const char* label, const ExecSpace& space, const HeadConfig& cfg,
                        RecurrenceParams<ActT, StateT, RingT, typename ExecSpace::memory_space> p) {
   p.nv = cfg.num_value_heads;
   p.group = cfg.group_size();
@@ -110,43 +77,15 @@ void launch_recurrence(const char* label, const char* long_label, const ExecSpac
               aligned16(qkv.data());
   const long long batch = static_cast<long long>(p.slots.extent(0));
   with_head_dim(cfg.key_head_dim, [&](auto dk) {
-    constexpr int D = decltype(dk)::value;
-    using Kernel = RecurrenceKernel<ExecSpace, ActT, StateT, RingT, D, Verify, Lazy>;
+    using Kernel = TokenKernel<ExecSpace, ActT, StateT, RingT, decltype(dk)::value, Verify, Lazy>;
     Kernel k{p, static_cast<int>(Kernel::items(batch, p.nv))};  // <= INT_MAX / 2 (check_league)
-    constexpr bool kStream = StreamShape<ExecSpace, D>::enabled;
-    if constexpr (!Verify) {
-      if (p.coef.data() != nullptr) {  // the parallel pass first (coef_kernel.hpp)
-        using Coef = CoefKernel<ExecSpace, ActT, StateT, D>;
-        const long long tokens = static_cast<long long>(p.coef.extent(1));
-        Coef ck{p, static_cast<int>(coef_chunk_ids(tokens, batch) * cfg.num_key_heads),
-                cfg.num_key_heads, kStream};
-        launch_team_kernel("gdn::recurrence_fwd::coefficients", space, ck);
-      }
-    }
-    if constexpr (kStream) {
-      // Rows of at most one chunk stream their state; the tiled kernel takes the longer ones.
-      using Stream = StreamKernel<ExecSpace, ActT, StateT, RingT, D, Verify, Lazy>;
-      const int nk = cfg.num_key_heads;
-      Stream sk{p, static_cast<int>(Stream::items(batch, nk)), nk};
-#if defined(KOKKOS_ENABLE_CUDA)
-      if (sk.m_items > 0) launch_plain(label, space, sk, Stream::league(space, sk.m_items));
-#endif
-      if constexpr (!Verify) {
-        if (p.coef.data() != nullptr) return launch_long_forward<ExecSpace, ActT, StateT, D>(
-            long_label, space, p, batch);
-      }
-      k.m_long_only = true;
-      launch_team_kernel(long_label, space, k);
-    } else {
-      (void)long_label;
-      launch_team_kernel(label, space, k);
-    }
+    launch_team_kernel(label, space, k);
   });
 }
 
 /// Work items of a forward or verify launch over `batch` sequences.
 inline long long recurrence_items(const HeadConfig& cfg, std::size_t batch) {
-  return static_cast<long long>(batch) * cfg.num_value_heads * (cfg.key_head_dim / kTiledCols);
+  return static_cast<long long>(batch) * cfg.num_value_heads * (cfg.key_head_dim / kTokenTile);
 }
 
 /// The kernel parameters of a forward (no ring), a verify (its ring) or a lazy
@@ -174,8 +113,7 @@ void run_fwd(
     const ExecSpace& space, const HeadConfig& cfg, const Inputs& in,
     const IndexView<typename ExecSpace::memory_space>& state_slots,
     const PoolView<StateT, typename ExecSpace::memory_space>& state,
-    const OutView<typename Inputs::activation_type, typename ExecSpace::memory_space>& out,
-    const Kokkos::View<std::uint8_t*, typename ExecSpace::memory_space>* workspace) {
+    const OutView<typename Inputs::activation_type, typename ExecSpace::memory_space>& out) {
   using ActT = typename Inputs::activation_type;
   const ArgCheck c("gdn::recurrence_fwd");
   const std::size_t batch = state_slots.extent(0);
@@ -186,17 +124,8 @@ void run_fwd(
                        0, kRecurrencePools);
     check_gate_params(c, cfg, in);
   }
-  auto p = recurrence_params<float>(in, state_slots, state, out);
-  if (workspace != nullptr) {
-    check_workspace(c, cfg, workspace->data(), workspace->size(), tokens, batch);
-    if (batch > 0 && tokens > 0) {
-      check_league(c, "qkv", coef_chunk_ids(tokens, batch) * cfg.num_key_heads);
-      p.coef = decltype(p.coef)(reinterpret_cast<float*>(workspace->data()), cfg.num_value_heads,
-                                tokens, CoefRecord::kFloats);
-    }
-  }
   launch_recurrence<ExecSpace, ActT, StateT, float, false>(
-      "gdn::recurrence_fwd::kernel", "gdn::recurrence_fwd::long_rows", space, cfg, p);
+      "gdn::recurrence_fwd::kernel", space, cfg, recurrence_params<float>(in, state_slots, state, out));
 }
 
 /// recurrence_verify_ring for either input form: validate, then launch.
@@ -221,7 +150,7 @@ void run_verify(
     check_gate_params(c, cfg, in);
   }
   launch_recurrence<ExecSpace, ActT, StateT, RingT, true>(
-      "gdn::recurrence_verify_ring::kernel", "gdn::recurrence_verify_ring::long_rows", space, cfg,
+      "gdn::recurrence_verify_ring::kernel", space, cfg,
       recurrence_params(in, state_slots, state, out, ring_slots, ring));
 }
 
@@ -230,9 +159,8 @@ void FwdLauncher<ExecSpace, ActT, StateT>::run(const ExecSpace& space, const Hea
                                                const TokenInputs<M, ActT>& in,
                                                const IndexView<M>& state_slots,
                                                const PoolView<StateT, M>& state,
-                                               const OutView<ActT, M>& out,
-                                               const WorkspaceView* workspace) {
-  run_fwd(space, cfg, in, state_slots, state, out, workspace);
+                                               const OutView<ActT, M>& out) {
+  run_fwd(space, cfg, in, state_slots, state, out);
 }
 
 template <class ExecSpace, class ActT, class StateT>
@@ -240,9 +168,8 @@ void FwdLauncher<ExecSpace, ActT, StateT>::run(const ExecSpace& space, const Hea
                                                const GateInputs<M, ActT>& in,
                                                const IndexView<M>& state_slots,
                                                const PoolView<StateT, M>& state,
-                                               const OutView<ActT, M>& out,
-                                               const WorkspaceView* workspace) {
-  run_fwd(space, cfg, in, state_slots, state, out, workspace);
+                                               const OutView<ActT, M>& out) {
+  run_fwd(space, cfg, in, state_slots, state, out);
 }
 
 template <class ExecSpace, class ActT, class StateT, class RingT>

@@ -116,8 +116,7 @@ void run_verify_lazy(
       recurrence_params(in, state_slots, state, out, ring_slots, history);
   p.ledger = ledger;
   launch_recurrence<ExecSpace, ActT, StateT, RingT, true, true>(
-      "gdn::recurrence_verify_lazy::kernel", "gdn::recurrence_verify_lazy::long_rows", space,
-      cfg, p);
+      "gdn::recurrence_verify_lazy::kernel", space, cfg, p);
 }
 
 template <class ExecSpace, class ActT, class StateT, class RingT>

@@ -27,10 +27,6 @@ struct RecurrenceParams {
   IndexView<M> ring_slots;    // [B] (verify)
   PoolView<RingT, M> ring;    // [ring_rows, nk, RING_LEN, record_stride] (verify)
   LedgerView<M> ledger;       // [ring_rows, words] (lazy verify; RING_LEN is the capacity)
-  /// [nv, tokens, CoefRecord::kFloats] (workspace.hpp): the parallel pass's
-  /// coefficients, which the forward then stages instead of computing them;
-  /// empty: computed in the kernel.
-  Kokkos::View<float***, Kokkos::LayoutRight, M, Kokkos::MemoryUnmanaged> coef;
   int nv = 0;
   int group = 1;         // G = nv / nk
   int ring_len = 0;      // RING_LEN (verify), 0 for the forward

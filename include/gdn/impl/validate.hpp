@@ -14,7 +14,6 @@
 #include <gdn/conv_inputs.hpp>
 #include <gdn/error.hpp>
 #include <gdn/ring.hpp>
-#include <gdn/workspace.hpp>
 
 #include <Kokkos_Core.hpp>
 
@@ -125,24 +124,6 @@ inline void check_league(const ArgCheck& c, const char* argument, long long leag
     c.fail(argument,
            "a problem small enough for one launch (at most " + to_str(INT_MAX / 2) + " work items)",
            to_str(league) + " work items");
-  }
-}
-
-/// A workspace for a call over `tokens` tokens in `batch` rows: at least
-/// workspace_bytes of them, 16-byte aligned.
-inline void check_workspace(const ArgCheck& c, const HeadConfig& cfg, const void* data,
-                            std::size_t bytes, std::size_t tokens, std::size_t batch) {
-  const std::size_t need = workspace_bytes(cfg, tokens, batch);
-  if (!(bytes >= need)) {
-    c.fail("workspace",
-           "at least " + to_str(need) + " bytes (gdn::workspace_bytes(cfg, " + to_str(tokens) +
-               " tokens, " + to_str(batch) + " rows))",
-           to_str(bytes) + " bytes");
-  }
-  if (!(need == 0 || aligned16(data))) {
-    c.fail("workspace", "16-byte aligned data", "an address " +
-                                                   to_str(reinterpret_cast<std::uintptr_t>(data) % 16) +
-                                                   " bytes past a 16-byte boundary");
   }
 }
 
