@@ -9,7 +9,7 @@
 // the conv state bf16, the recurrent ring float (so the fold is exact).
 //
 // Prefill: every sequence's prompt goes through gdn::conv1d_fwd and
-// gdn::recurrence_fwd (GateInputs, with a workspace) on every layer, from zero states.
+// gdn::recurrence_fwd (GateInputs) on every layer, from zero states.
 //
 // One decoding step, for `batch` sequences and `layers` layers:
 //   1. draft: `window` tokens per sequence (a random length up to `window`
@@ -163,9 +163,6 @@ int simulate(const Options& o) {
     const LayerInputs prompt(cfg, 1, P);                             // one layer's inputs at a time
     const Tokens2D post("gdn_demo::prompt_post_conv", P, conv_dim);  // [tokens, conv_dim]
     const Tokens2D out("gdn_demo::prompt_out", P, cfg.value_dim());  // [tokens, value_dim]
-    // The forward's workspace, sized once for the prompts: every layer's call reuses it.
-    const gdn::Workspace<Mem> workspace("gdn_demo::workspace", cfg, std::size_t(P),
-                                        std::size_t(B));
     double prefill_s = 0;
     Kokkos::Timer timer;
     for (int l = 0; l < L; ++l) {
@@ -177,7 +174,7 @@ int simulate(const Options& o) {
       gdn::recurrence_fwd(space, cfg,
                           model.gate_inputs(l, post, LayerInputs::layer(prompt.a, 0),
                                             LayerInputs::layer(prompt.b, 0), offsets),
-                          state_rows.per_layer[l], state, out, workspace);
+                          state_rows.per_layer[l], state, out);
       space.fence();
       prefill_s += timer.seconds();
     }

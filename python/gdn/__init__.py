@@ -77,7 +77,6 @@ from ._gdn import (  # noqa: F401  (re-exported)
     pad_slot,
     ring_record_elements,
     set_index_checking,
-    workspace_bytes,
 )
 
 __version__ = _gdn.__version__
@@ -106,7 +105,6 @@ __all__ = [
     "set_index_checking",
     "state_flush",
     "state_fold",
-    "workspace_bytes",
 ]
 
 
@@ -150,36 +148,20 @@ def _prepare(stream, *tensors):
                          for t in tensors)
 
 
-def _fwd(entry, stream, workspace, *tensors):
-    """A forward through ``entry`` (``_gdn.recurrence_fwd`` or ``_gdn.recurrence_fwd_gates``)
-    with ``tensors`` after the config, and the workspace if one is given."""
-    if workspace is None:
-        s, t = _prepare(stream, *tensors[1:])
-        entry(tensors[0], *t, s)
-    else:
-        s, t = _prepare(stream, *tensors[1:], workspace)
-        entry(tensors[0], *t[:-1], s, t[-1])
-
-
-def recurrence_fwd(cfg, qkv, decay, beta, row_offsets, state_slots, state, out, *, workspace=None,
-                   stream=None):
+def recurrence_fwd(cfg, qkv, decay, beta, row_offsets, state_slots, state, out, *, stream=None):
     """Run the recurrence over every token of every sequence and commit the state.
 
     Sequence b owns tokens ``row_offsets[b]:row_offsets[b+1]`` and starts from
     pool row ``state[state_slots[b]]``; ``out`` is written for every token and
-    the final state written back to the same row.
+    the final state written back to the same row, one token at a time (a row's
+    bits do not depend on how its tokens are split into calls).
 
-    ``cfg``: a :class:`HeadConfig`. ``workspace``: None, or a contiguous uint8
-    tensor on the call's device of at least ``workspace_bytes(cfg, tokens, B)``
-    bytes (e.g. ``torch.empty(n, dtype=torch.uint8, device=...)``, so torch's
-    caching allocator owns it): the two-pass forward of docs/api.md, the same
-    bits, faster on CUDA for long prompts, and no allocation inside the call.
-    ``stream``: for CUDA tensors, a cudaStream_t handle (int) or a
+    ``cfg``: a :class:`HeadConfig`. ``stream``: for CUDA tensors, a cudaStream_t handle (int) or a
     torch.cuda.Stream; default torch's current stream. Returns None (``out``
     and ``state`` are written in place).
     """
-    _fwd(_gdn.recurrence_fwd, stream, workspace, cfg, qkv, decay, beta, row_offsets, state_slots,
-         state, out)
+    s, t = _prepare(stream, qkv, decay, beta, row_offsets, state_slots, state, out)
+    _gdn.recurrence_fwd(cfg, *t, s)
 
 
 def recurrence_verify_ring(cfg, qkv, decay, beta, row_offsets, state_slots, state, out,
@@ -198,12 +180,12 @@ def recurrence_verify_ring(cfg, qkv, decay, beta, row_offsets, state_slots, stat
 
 
 def recurrence_fwd_gates(cfg, qkv, a, b, A_log, dt_bias, row_offsets, state_slots, state, out, *,
-                         workspace=None, stream=None):
+                         stream=None):
     """:func:`recurrence_fwd` with raw gates: the kernel computes decay and beta
     from ``a``, ``b`` (per token, the dtype of qkv) and ``A_log``, ``dt_bias``
     (per value head, float32)."""
-    _fwd(_gdn.recurrence_fwd_gates, stream, workspace, cfg, qkv, a, b, A_log, dt_bias, row_offsets,
-         state_slots, state, out)
+    s, t = _prepare(stream, qkv, a, b, A_log, dt_bias, row_offsets, state_slots, state, out)
+    _gdn.recurrence_fwd_gates(cfg, *t, s)
 
 
 def recurrence_verify_ring_gates(cfg, qkv, a, b, A_log, dt_bias, row_offsets, state_slots, state,

@@ -46,9 +46,9 @@ _RAW = "Tensor qkv, Tensor a, Tensor b, Tensor A_log, Tensor dt_bias, " + _TOKEN
 _CONV = "Tensor qkv, Tensor weight, Tensor? bias, " + _TOKENS
 OPERATORS = {
     "recurrence_fwd":
-        f"int[] head, {_GIVEN}, Tensor(a!) state, Tensor(b!) out, Tensor(c!)? workspace=None",
+        f"int[] head, {_GIVEN}, Tensor(a!) state, Tensor(b!) out",
     "recurrence_fwd_gates":
-        f"int[] head, {_RAW}, Tensor(a!) state, Tensor(b!) out, Tensor(c!)? workspace=None",
+        f"int[] head, {_RAW}, Tensor(a!) state, Tensor(b!) out",
     "recurrence_verify_ring":
         f"int[] head, {_GIVEN}, Tensor(a!) state, Tensor(b!) out, Tensor ring_slots, "
         "Tensor(c!) ring",

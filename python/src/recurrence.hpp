@@ -81,33 +81,15 @@ TokenArgs borrow_tokens(Call& c, py::handle qkv, py::handle row_offsets,
   return t;
 }
 
-/// A workspace tensor: uint8, one dimension, contiguous (its size and
-/// alignment are the C++ call's checks).
-void expect_workspace(const Call& c, const Arg& a) {
-  if (a.t->dtype.code != kDLUInt || a.t->dtype.bits != 8 || a.t->dtype.lanes != 1) {
-    throw py::type_error(c.prefix(a.name) + "expected dtype uint8, got " + dtype_str(a.t->dtype));
-  }
-  c.expect_rank(a, 1, "[bytes]");
-  if (!a.empty() && a.stride(0) != 1) {
-    throw py::value_error(c.prefix(a.name) + "expected a contiguous tensor, got stride " +
-                          std::to_string(a.stride(0)));
-  }
-}
-
-/// recurrence_fwd; `gates`: {decay, beta} or {a, b, A_log, dt_bias} with their names;
-/// `workspace`: a uint8 tensor (the call with gdn::Workspace) or None.
+/// recurrence_fwd; `gates`: {decay, beta} or {a, b, A_log, dt_bias} with their names.
 void recurrence_fwd(const char* fn, const gdn::HeadConfig& cfg, py::handle qkv,
                     const Gates& gates,
                     py::handle row_offsets, py::handle state_slots, py::handle state,
-                    py::handle out, const py::object& stream, Timing* timing = nullptr,
-                    py::handle workspace = py::none()) {
+                    py::handle out, const py::object& stream, Timing* timing = nullptr) {
   Call c(fn, stream);
   const TokenArgs t = borrow_tokens(c, qkv, row_offsets, gates);
   const Arg a_slots = c.borrow(state_slots, "state_slots"), a_state = c.borrow(state, "state"),
             a_out = c.borrow(out, "out");
-  const bool with_ws = !workspace.is_none();
-  const Arg a_ws = with_ws ? c.borrow(workspace, "workspace") : Arg();
-  if (with_ws) expect_workspace(c, a_ws);
   (void)c.activation_is_float(t.qkv);  // a TypeError for any other dtype, before Kokkos starts
   on_device(c, [&](const auto& space) {
     using Exec = std::decay_t<decltype(space)>;
@@ -115,13 +97,7 @@ void recurrence_fwd(const char* fn, const gdn::HeadConfig& cfg, py::handle qkv,
     with_inputs<Exec>(c, t, a_out, [&](const auto& in, const auto& o) {
       const auto slots = index_1d<M>(c, a_slots, "[B]");
       with_pool<M>(c, a_state, "[slots, nv, Dk, Dv]", [&](const auto& st) {
-        if (with_ws) {
-          const gdn::Workspace<M> ws(Kokkos::View<std::uint8_t*, M>(
-              static_cast<std::uint8_t*>(a_ws.data()), static_cast<std::size_t>(a_ws.extent(0))));
-          launch(space, timing, [&] { gdn::recurrence_fwd(space, cfg, in, slots, st, o, ws); });
-        } else {
-          launch(space, timing, [&] { gdn::recurrence_fwd(space, cfg, in, slots, st, o); });
-        }
+        launch(space, timing, [&] { gdn::recurrence_fwd(space, cfg, in, slots, st, o); });
       });
     });
   });
@@ -171,39 +147,24 @@ void bind_recurrence(py::module_& m) {
       "recurrence_fwd",
       [](const gdn::HeadConfig& cfg, py::handle qkv, py::handle decay, py::handle beta,
          py::handle row_offsets, py::handle state_slots, py::handle state, py::handle out,
-         const py::object& stream, py::handle workspace) {
+         const py::object& stream) {
         recurrence_fwd("gdn.recurrence_fwd", cfg, qkv, Gates{{decay, "decay"}, {beta, "beta"}},
-                       row_offsets, state_slots, state, out, stream, nullptr, workspace);
+                       row_offsets, state_slots, state, out, stream);
       },
       py::arg("cfg"), py::arg("qkv"), py::arg("decay"), py::arg("beta"), py::arg("row_offsets"),
-      py::arg("state_slots"), py::arg("state"), py::arg("out"), py::arg("stream") = py::none(),
-      py::arg("workspace") = py::none());
+      py::arg("state_slots"), py::arg("state"), py::arg("out"), py::arg("stream") = py::none());
   m.def(
       "recurrence_fwd_gates",
       [](const gdn::HeadConfig& cfg, py::handle qkv, py::handle a, py::handle b, py::handle A_log,
          py::handle dt_bias, py::handle row_offsets, py::handle state_slots, py::handle state,
-         py::handle out, const py::object& stream, py::handle workspace) {
+         py::handle out, const py::object& stream) {
         recurrence_fwd("gdn.recurrence_fwd_gates", cfg, qkv,
                        Gates{{a, "a"}, {b, "b"}, {A_log, "A_log"}, {dt_bias, "dt_bias"}},
-                       row_offsets, state_slots, state, out, stream, nullptr, workspace);
+                       row_offsets, state_slots, state, out, stream);
       },
       py::arg("cfg"), py::arg("qkv"), py::arg("a"), py::arg("b"), py::arg("A_log"),
       py::arg("dt_bias"), py::arg("row_offsets"), py::arg("state_slots"), py::arg("state"),
-      py::arg("out"), py::arg("stream") = py::none(), py::arg("workspace") = py::none());
-  m.def(
-      "workspace_bytes",
-      [](const gdn::HeadConfig& cfg, long long max_tokens, long long max_rows) {
-        if (max_tokens < 0 || max_rows < 0) {
-          throw py::value_error("gdn.workspace_bytes: expected non-negative max_tokens and "
-                                "max_rows, got (" + std::to_string(max_tokens) + ", " +
-                                std::to_string(max_rows) + ")");
-        }
-        return gdn::workspace_bytes(cfg, static_cast<std::size_t>(max_tokens),
-                                    static_cast<std::size_t>(max_rows));
-      },
-      py::arg("cfg"), py::arg("max_tokens"), py::arg("max_rows"),
-      "Bytes of the workspace of a recurrence_fwd over at most max_tokens tokens in at most "
-      "max_rows rows (a uint8 tensor of that many elements).");
+      py::arg("out"), py::arg("stream") = py::none());
   m.def(
       "recurrence_verify_ring",
       [](const gdn::HeadConfig& cfg, py::handle qkv, py::handle decay, py::handle beta,

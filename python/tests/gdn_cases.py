@@ -161,39 +161,6 @@ def test_forward_matches_float64_reference(device, state_dtype, nk, nv, dk):
                               else 2.0 ** -7)
 
 
-def test_forward_with_a_workspace_gives_the_same_bits(device):
-    """The two-pass forward (a uint8 workspace of gdn.workspace_bytes) equals the forward
-    without one bit for bit, with given and with raw gates; too small, the wrong dtype or
-    a non-contiguous workspace is rejected naming it."""
-    p = Problem(device, nk=2, nv=4, dk=128, lengths=(37, 0, 16, 1, 50), seed=3)
-    qkv, decay, beta, off, slots = p.inputs()
-    tokens, batch = sum(p.lengths), len(p.lengths)
-    need = gdn.workspace_bytes(p.cfg, tokens, batch)
-    assert need == p.cfg.num_value_heads * tokens * 160
-    ws = torch.empty(need, dtype=torch.uint8, device=device)
-    s0, o0 = p.state(), p.out()
-    s1, o1 = p.state(), p.out()
-    gdn.recurrence_fwd(p.cfg, qkv, decay, beta, off, slots, s0, o0)
-    gdn.recurrence_fwd(p.cfg, qkv, decay, beta, off, slots, s1, o1, workspace=ws)
-    a, b, a_log, dt_bias = (p.t(x) for x in gates_of(p))
-    s2, o2 = p.state(), p.out()
-    s3, o3 = p.state(), p.out()
-    gdn.recurrence_fwd_gates(p.cfg, qkv, a, b, a_log, dt_bias, off, slots, s2, o2)
-    gdn.recurrence_fwd_gates(p.cfg, qkv, a, b, a_log, dt_bias, off, slots, s3, o3, workspace=ws)
-    sync(device)
-    assert bits_equal(o0, o1) and bits_equal(s0, s1)
-    assert bits_equal(o2, o3) and bits_equal(s2, s3)
-    assert_close_to_reference(o1, s1, p)
-    args = fwd_args(p)
-    e = expect_error(gdn.InvalidArgument, "workspace", gdn.recurrence_fwd, args,
-                     workspace=ws[:need - 1])
-    assert str(need) in str(e)
-    expect_error(TypeError, "workspace", gdn.recurrence_fwd, args,
-                 workspace=torch.empty(need // 4, dtype=torch.float32, device=device))
-    expect_error(ValueError, "workspace", gdn.recurrence_fwd, args,
-                 workspace=torch.empty(2 * need, dtype=torch.uint8, device=device)[::2])
-
-
 def test_empty_batch(device):
     p = Problem(device, lengths=())
     qkv, decay, beta, off, slots = p.inputs()
@@ -1422,7 +1389,7 @@ def test_operators_take_the_functions_arguments():
 
     import gdn.ops
     writes = {"state", "out", "ring", "history", "ledger", "conv_state", "conv_ring",
-              "conv_history", "workspace"}
+              "conv_history"}
     for name in gdn.ops.OPERATORS:
         schema = getattr(torch.ops.gdn, name).default._schema
         names = ["cfg" if a.name == "head" else a.name for a in schema.arguments]

@@ -3,7 +3,7 @@
 Skipped where torch has no CUDA device. Besides the shared cases of
 gdn_cases.py (the conv1d cases among them): device mismatches, explicit streams, and verify + fold
 captured in a torch.cuda.CUDAGraph and replayed with new inputs, also with padding rows (-1),
-a long-prompt forward with a workspace captured and replayed,
+a forward over long rows captured and replayed,
 a lazy decode loop (verify_lazy + lazy_accept) replayed from one capture, and (torch >= 2.4)
 a module calling torch.ops.gdn verify and fold compiled with torch.compile(fullgraph=True),
 then captured in a CUDA graph.
@@ -103,23 +103,21 @@ def test_first_use_of_a_stream_inside_a_capture_is_an_error():
             gdn.recurrence_fwd(p.cfg, qkv, decay, beta, off, slots, state, out)
 
 
-def test_prefill_with_a_workspace_in_a_cuda_graph():
-    """A long-prompt forward with a workspace, captured once and replayed with new inputs:
-    the bits of eager calls without a workspace."""
+def test_long_rows_forward_in_a_cuda_graph():
+    """A forward over long rows (it allocates nothing), captured once and replayed with new
+    inputs: the bits of eager calls."""
     lengths = [300, 17, 64]
     base = Problem("cuda", nk=2, nv=4, dk=128, lengths=lengths, seed=7)
     cfg = base.cfg
     qkv, decay, beta, off, slots = base.inputs()
     state, out = base.state(), base.out()
-    ws = torch.empty(gdn.workspace_bytes(cfg, sum(lengths), len(lengths)), dtype=torch.uint8,
-                     device="cuda")
-    gdn.recurrence_fwd(cfg, qkv, decay, beta, off, slots, state.clone(), out.clone(), workspace=ws)
+    gdn.recurrence_fwd(cfg, qkv, decay, beta, off, slots, state.clone(), out.clone())
     torch.cuda.synchronize()
     capture_stream = torch.cuda.Stream()
     gdn.prepare_stream(capture_stream)
     graph = torch.cuda.CUDAGraph()
     with torch.cuda.graph(graph, stream=capture_stream):
-        gdn.recurrence_fwd(cfg, qkv, decay, beta, off, slots, state, out, workspace=ws)
+        gdn.recurrence_fwd(cfg, qkv, decay, beta, off, slots, state, out)
     for step in range(2):
         p = Problem("cuda", nk=2, nv=4, dk=128, lengths=lengths, seed=200 + step)
         qkv.copy_(p.qkv)

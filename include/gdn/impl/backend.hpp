@@ -93,9 +93,10 @@ struct TokenShape {
 /// 32 / lanes), so a quarter-warp's 16-byte loads of the state cover
 /// 64 contiguous bytes of two rows and its loads of a staged key hit
 /// distinct banks; the lanes of a group are gpw warp lanes apart (the
-/// butterfly's distances). Persistent teams, min_teams per SM (3 with a
-/// float state, 4 with bf16 at Dk = 128; twice as many at Dk = 64), each
-/// hinting its next item's state into L2 while it computes.
+/// butterfly's distances). Persistent teams, min_teams per SM (3 at
+/// Dk = 128, 6 at Dk = 64: the launch bound leaves 168 registers, which
+/// ptxas needs for the verify without spilling), each hinting its next
+/// item's state into L2 while it computes.
 template <int Dk, class StateT>
 struct TokenShape<Kokkos::Cuda, Dk, StateT> {
   static constexpr int lanes = Dk / 16;
@@ -104,7 +105,7 @@ struct TokenShape<Kokkos::Cuda, Dk, StateT> {
   static constexpr int cols = 4;
   static constexpr int col_block = 4;
   static constexpr int threads = kTokenTile / cols * lanes;
-  static constexpr int min_teams = (sizeof(StateT) == 2 ? 4 : 3) * (Dk > 64 ? 1 : 2);
+  static constexpr int min_teams = Dk > 64 ? 3 : 6;
   static constexpr bool rows_outer = false;
   KOKKOS_FORCEINLINE_FUNCTION static void place(int rank, int& lane, int& group,
                                                 int& warp_group0) {
