@@ -116,10 +116,19 @@ std::vector<std::uint32_t> ring_rows_of(const std::vector<Row>& rows) {
 // ---------------------------------------------------------------------------
 // Forward and verify.
 
+// The indices of `rows` with every padding entry replaced by `bad` (kPad: as they are).
+std::vector<std::uint32_t> with_bad(std::vector<std::uint32_t> v, std::uint32_t bad) {
+  for (std::uint32_t& x : v) x = x == kPad ? bad : x;
+  return v;
+}
+
 // A forward or (`verify`) a verify over `rows` against the same call over the real rows.
+// `bad` != kPad: the padding entries are that index instead, out of range of their pool
+// (SPEC.md section 6, "no index reaches outside its pool"): with the checking mode off the
+// rows are skipped as padding rows are, and gdn::skipped_rows counts each once.
 template <class StateT>
 void recurrence_skips_padding(const gdn::HeadConfig& cfg, const std::vector<Row>& rows, bool verify,
-                              int ring_len, std::uint64_t seed) {
+                              int ring_len, std::uint64_t seed, std::uint32_t bad = kPad) {
   const ExecSpace space;
   const int pool_rows = 8, ring_pool = 6;
   const int rec =
@@ -147,9 +156,14 @@ void recurrence_skips_padding(const gdn::HeadConfig& cfg, const std::vector<Row>
       << "the call without padding rows changed nothing: the test would prove nothing";
 
   const DeviceInputs da = upload(p);
-  const Index slots = to_device(slots_of(rows)), ring_rows = to_device(ring_rows_of(rows));
+  const Index slots = to_device(with_bad(slots_of(rows), bad)),
+              ring_rows = to_device(with_bad(ring_rows_of(rows), bad));
+  int skipped_rows = 0;
+  for (const Row& r : rows) skipped_rows += is_padding(r, verify);
   for (bool checking : {false, true}) {
+    if (bad != kPad && checking) continue;  // the checking mode rejects it (test_validation.cpp)
     SCOPED_TRACE(checking ? "index checking on" : "index checking off");
+    gdn::reset_skipped_rows(space);
     auto Sa = clone(S0);
     auto Ra = clone(R0);
     const Strided2D oa = make_out(p);  // poison-filled
@@ -166,6 +180,8 @@ void recurrence_skips_padding(const gdn::HeadConfig& cfg, const std::vector<Row>
     EXPECT_TRUE(same_bytes(bytes_of(Ra), bytes_of(Rb))) << "ring pool";
     EXPECT_TRUE(outputs_match(read_2d(oa), plain_out, p.offsets, rows, verify,
                               std::size_t(cfg.value_dim())));
+    EXPECT_EQ(gdn::skipped_rows(space), bad == kPad ? 0u : unsigned(skipped_rows))
+        << "rows counted by gdn::skipped_rows";
   }
 }
 
@@ -197,6 +213,38 @@ TEST(Padding, VerifySkipsPaddingRows) {
 }
 TEST(Padding, VerifySkipsPaddingRowsD128Bf16State) {
   recurrence_skips_padding<gdn::bf16>(heads(1, 2, 128), kVerifyRows, true, 4, 1130);
+}
+
+// Indices out of range where the padding entries were (the state pool has 8 rows, the ring 6).
+TEST(OutOfRange, ForwardSkipsAndCountsRowsOutsideThePool) {
+  recurrence_skips_padding<float>(heads(2, 4, 64), kForwardRows, false, 0, 1150, 8);
+  recurrence_skips_padding<gdn::bf16>(heads(1, 2, 128), kForwardRows, false, 0, 1151, 0x7fffffffu);
+}
+TEST(OutOfRange, VerifySkipsAndCountsRowsOutsideThePools) {
+  recurrence_skips_padding<float>(heads(2, 4, 64), kVerifyRows, true, 4, 1160, 9);
+  recurrence_skips_padding<gdn::bf16>(heads(1, 2, 128), kVerifyRows, true, 4, 1161, 100);
+}
+
+// A row whose end lies past qkv's rows (offsets not checked with the checking mode off) is
+// skipped and counted; the rows before it run as without it.
+TEST(OutOfRange, RowEndingPastTheInputsIsSkippedAndCounted) {
+  const ExecSpace space;
+  const auto cfg = heads(1, 2, 64);
+  const Problem p = make_problem(cfg, {3, 2}, 1170);
+  const DeviceInputs d = upload(p);
+  const auto S0 = make_state<float>(2, cfg, 1171);
+  auto S_one = clone(S0), S_bad = clone(S0);
+  gdn::TokenInputs<Mem> first = d.in;
+  first.row_offsets = to_device({0u, 3u});
+  const Strided2D o1 = make_out(p), o2 = make_out(p);
+  gdn::recurrence_fwd(space, cfg, first, to_device({0u}), S_one, o1.view);
+  gdn::TokenInputs<Mem> bad = d.in;
+  bad.row_offsets = to_device({0u, 3u, 9u});  // 9 > 5 tokens
+  gdn::reset_skipped_rows(space);
+  gdn::recurrence_fwd(space, cfg, bad, to_device({0u, 1u}), S_bad, o2.view);
+  EXPECT_EQ(gdn::skipped_rows(space), 1u);
+  EXPECT_TRUE(same_bytes(bytes_of(S_bad), bytes_of(S_one))) << "state pool";
+  EXPECT_TRUE(same_bits(read_2d(o2), read_2d(o1))) << "outputs";
 }
 
 // A batch of nothing but padding rows touches nothing.
@@ -250,8 +298,10 @@ Pool3<T> clone3(const Pool3<T>& a) {
 // padding entry names a row the entry would read or change (state rows 5 and 4 are used by no
 // real entry). The call without them: one call per layer over its real entries (each entry's
 // bits do not depend on the others).
+// `bad` != kPad: the padding entries are that index instead (out of range), run with the
+// checking mode off only, and counted by gdn::skipped_rows.
 template <class StateT, bool WithConv>
-void fold_skips_padding(std::uint64_t seed) {
+void fold_skips_padding(std::uint64_t seed, std::uint32_t bad = kPad) {
   const ExecSpace space;
   const auto cfg = heads(2, 4, 64);
   const int L = 2, B = 5, ring_len = 4, pool_rows = 9, ring_pool = 6, C = int(cfg.conv_dim());
@@ -298,23 +348,33 @@ void fold_skips_padding(std::uint64_t seed) {
   space.fence();
   EXPECT_FALSE(same_bytes(bytes_of(Sb), bytes_of(S0))) << "the fold without padding did nothing";
 
+  unsigned entries = 0;
+  for (std::size_t e = 0; e < srows.size(); ++e) entries += srows[e] == kPad || rrows[e] == kPad;
   for (bool checking : {false, true}) {
+    if (bad != kPad && checking) continue;  // the checking mode rejects it
     SCOPED_TRACE(checking ? "index checking on" : "index checking off");
     auto Sa = clone(S0);
     auto Ca = clone3(C0);
+    gdn::reset_skipped_rows(space);
     {
       const Checking guard(checking);
-      fold(to_device(L, B, srows), Sa, to_device(L, B, rrows), to_device(accepted), Ca);
+      fold(to_device(L, B, with_bad(srows, bad)), Sa, to_device(L, B, with_bad(rrows, bad)),
+           to_device(accepted), Ca);
     }
     space.fence();
     EXPECT_TRUE(same_bytes(bytes_of(Sa), bytes_of(Sb))) << "state pool";
     EXPECT_TRUE(same_bytes(bytes_of(Ca), bytes_of(Cb))) << "conv state pool";
+    EXPECT_EQ(gdn::skipped_rows(space), bad == kPad ? 0u : entries) << "gdn::skipped_rows";
   }
 }
 
 TEST(Padding, FoldSkipsPaddingEntries) { fold_skips_padding<float, false>(1150); }
 TEST(Padding, FoldSkipsPaddingEntriesBf16State) { fold_skips_padding<gdn::bf16, false>(1160); }
 TEST(Padding, FoldWithConvSkipsPaddingEntries) { fold_skips_padding<float, true>(1170); }
+TEST(OutOfRange, FoldSkipsAndCountsEntriesOutsideThePools) {
+  fold_skips_padding<float, false>(1180, 9);  // the state pool has 9 rows, the ring 6
+  fold_skips_padding<gdn::bf16, true>(1181, 1000);
+}
 
 // ---------------------------------------------------------------------------
 // conv1d_fwd and conv1d_verify_ring.
@@ -336,7 +396,10 @@ std::vector<std::uint32_t> offsets_of(const std::vector<int>& lens) {
   return off;
 }
 
-void conv_skips_padding(const std::vector<Row>& rows, bool verify, std::uint64_t seed) {
+// `bad` != kPad: the padding entries are that index instead (out of range), run with the
+// checking mode off only, and counted by gdn::skipped_rows.
+void conv_skips_padding(const std::vector<Row>& rows, bool verify, std::uint64_t seed,
+                        std::uint32_t bad = kPad) {
   const ExecSpace space;
   const auto cfg = heads(1, 2, 64);
   const int C = int(cfg.conv_dim()), W = 4, ring_len = 4, pool_rows = 8, ring_pool = 6;
@@ -396,15 +459,21 @@ void conv_skips_padding(const std::vector<Row>& rows, bool verify, std::uint64_t
                           real_rings, Cb, Rb);
   EXPECT_FALSE(same_bytes(bytes_of(verify ? Rb : Cb), bytes_of(verify ? R0 : C0)))
       << "the call without padding rows changed nothing";
+  unsigned skipped = 0;
+  for (const Row& r : rows) skipped += is_padding(r, verify);
   for (bool checking : {false, true}) {
+    if (bad != kPad && checking) continue;  // the checking mode rejects it
     SCOPED_TRACE(checking ? "index checking on" : "index checking off");
     auto Ca = clone3(C0);
     auto Ra = clone3(R0);
     std::vector<float> padded;
+    gdn::reset_skipped_rows(space);
     {
       const Checking guard(checking);
-      padded = call(x, off, slots_of(rows), ring_rows_of(rows), Ca, Ra);
+      padded = call(x, off, with_bad(slots_of(rows), bad), with_bad(ring_rows_of(rows), bad), Ca,
+                    Ra);
     }
+    EXPECT_EQ(gdn::skipped_rows(space), bad == kPad ? 0u : skipped) << "gdn::skipped_rows";
     EXPECT_TRUE(same_bytes(bytes_of(Ca), bytes_of(Cb))) << "conv state pool";
     EXPECT_TRUE(same_bytes(bytes_of(Ra), bytes_of(Rb))) << "conv ring pool";
     EXPECT_TRUE(outputs_match(padded, plain, off, rows, verify, std::size_t(C)));
@@ -413,6 +482,10 @@ void conv_skips_padding(const std::vector<Row>& rows, bool verify, std::uint64_t
 
 TEST(Padding, ConvForwardSkipsPaddingRows) { conv_skips_padding(kForwardRows, false, 1180); }
 TEST(Padding, ConvVerifySkipsPaddingRows) { conv_skips_padding(kVerifyRows, true, 1190); }
+TEST(OutOfRange, ConvSkipsAndCountsRowsOutsideThePools) {
+  conv_skips_padding(kForwardRows, false, 1200, 8);  // conv state pool: 8 rows, conv ring: 6
+  conv_skips_padding(kVerifyRows, true, 1210, 8);
+}
 
 // ---------------------------------------------------------------------------
 // The checking mode accepts the sentinel and nothing else out of range.

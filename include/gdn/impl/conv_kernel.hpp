@@ -147,8 +147,16 @@ struct ConvKernel {
     const std::uint32_t t0 = m.in.row_offsets(b);
     const int len = static_cast<int>(m.in.row_offsets(b + 1) - t0);
     const int blocks = (len + kConvBlock - 1) / kConvBlock;
+    const std::uint32_t slot = m.slots(b), rslot = Verify ? m.ring_slots(b) : 0u;
+    if (slot == pad_slot || (Verify && rslot == pad_slot)) return;  // padding
+    // An index outside its pool, or a row ending outside qkv: skipped and counted.
+    if (slot >= m.state.extent(0) || (Verify && rslot >= m.ring.extent(0)) ||
+        (Lazy && rslot >= m.ledger.extent(0)) ||
+        t0 + std::uint32_t(len) > m.in.qkv.extent(0)) {
+      if (g == 0 && s == 0 && team.team_rank() == 0) count_skipped_row(m.skipped);
+      return;
+    }
     if (s >= blocks) return;  // also every team of an empty sequence
-    if (m.slots(b) == pad_slot || (Verify && m.ring_slots(b) == pad_slot)) return;  // padding
     const bool record = Verify && len <= m.ring_len;
     int pending = 0;  // lazy: the row's pending inputs, where the window's records start
     bool commit = false;  // lazy: the window does not fit behind them

@@ -111,6 +111,7 @@ ConvParams<T, Y, M> conv_params(const HeadConfig& cfg, const ConvInputs<M, T>& i
   p.conv_dim = static_cast<int>(cfg.conv_dim());
   p.ring_len = static_cast<int>(ring.extent(1));
   p.has_bias = in.bias.extent(0) > 0;
+  p.skipped = skip_counter<M>();
   return p;
 }
 

@@ -7,6 +7,7 @@
 /// flush as the words the fold kernel copies (fold_kernel.hpp).
 
 #include <gdn/conv_inputs.hpp>
+#include <gdn/impl/skip_counter.hpp>
 #include <gdn/impl/view_types.hpp>
 
 #include <Kokkos_Core.hpp>
@@ -31,6 +32,7 @@ struct ConvParams {
   IndexView<M> ring_slots;  // [B] (verify)
   ConvPool<T, M> ring;      // [ring_rows, RING_LEN, >= conv_dim] (verify; lazy: the history)
   LedgerView<M> ledger;     // [ring_rows, words] (lazy verify)
+  SkipCounter<M> skipped;   // rows skipped for an index out of range
   int conv_dim = 0;
   int ring_len = 0;  // RING_LEN (verify; lazy: the capacity), 0 for the forward
   bool has_bias = false;

@@ -124,11 +124,17 @@ struct FoldKernel {
   /// 0 where nothing may be read: a gdn::pad_slot entry or a count above
   /// RING_LEN.
   KOKKOS_INLINE_FUNCTION int records(int layer, int b, std::uint32_t& state_row,
-                                     std::uint32_t& ring_row) const {
+                                     std::uint32_t& ring_row, bool* bad = nullptr) const {
     const std::uint32_t na = Lazy ? 0u : m.num_accepted(b);
     state_row = m.state_rows(layer, b);
     ring_row = m.ring_rows(layer, b);
     if (state_row == pad_slot || ring_row == pad_slot) return 0;
+    // An entry outside its pools (or, lazy, the ledger's rows) is skipped and counted.
+    if (state_row >= m.state.extent(0) || ring_row >= m.ring.extent(0) ||
+        (Lazy && ring_row >= m.ledger.extent(0))) {
+      if (bad != nullptr) *bad = true;
+      return 0;
+    }
     const int n =
         Lazy ? pending_records(m.ledger(ring_row, 0), m.ring_len) : static_cast<int>(na);
     return n <= m.ring_len ? n : 0;
@@ -144,6 +150,11 @@ struct FoldKernel {
     std::uint32_t srow = 0, rrow = 0;
     const int n = records(layer, b, srow, rrow);
     if (n <= 0) return;
+    const std::size_t conv_rows = m.conv.word_bytes == 2 ? m.conv.state16.extent(0)
+                                                         : m.conv.state32.extent(0);
+    const std::size_t conv_ring_rows = m.conv.word_bytes == 2 ? m.conv.ring16.extent(0)
+                                                              : m.conv.ring32.extent(0);
+    if (srow >= conv_rows || rrow >= conv_ring_rows) return;  // outside the conv pools
     const int c1 = c0 + kConvChannels < m.conv_dim ? c0 + kConvChannels : m.conv_dim;
     const int rank = team.team_rank();
     if (m.conv.word_bytes == 2) {
@@ -163,7 +174,9 @@ struct FoldKernel {
     const int b = lb % m_batch;
     const int layer = lb / m_batch;
     std::uint32_t state_row = 0, ring_row = 0;
-    int n = records(layer, b, state_row, ring_row);
+    bool bad = false;
+    int n = records(layer, b, state_row, ring_row, &bad);
+    if (bad && h == 0 && tile == 0 && team.team_rank() == 0) count_skipped_row(m.skipped);
     if constexpr (Lazy) {
       if (n > 0 && m.offsets.extent(0) > 0) {  // before a verify: only a window that overflows
         const std::uint32_t len = m.offsets(b + 1) - m.offsets(b);

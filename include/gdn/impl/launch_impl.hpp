@@ -71,6 +71,7 @@ void launch_recurrence(const char* label, const ExecSpace& space, const HeadConf
   p.nv = cfg.num_value_heads;
   p.group = cfg.group_size();
   p.key_dim = cfg.key_dim();
+  p.skipped = skip_counter<typename ExecSpace::memory_space>();
   p.q_scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(cfg.key_head_dim)));
   const auto& qkv = p.in.m_qkv;
   p.vec_qkv = qkv.stride(1) == 1 && qkv.stride(0) % (16 / sizeof(ActT)) == 0 &&
@@ -234,6 +235,7 @@ FoldParams<StateT, RingT, M> fold_params(
   p.ring_rows = ring_rows;
   p.ring = ring;
   p.num_accepted = num_accepted;
+  p.skipped = skip_counter<M>();
   p.conv = conv;
   p.nv = cfg.num_value_heads;
   p.group = cfg.group_size();

@@ -8,6 +8,7 @@
 
 #include <gdn/config.hpp>
 #include <gdn/impl/conv_params.hpp>
+#include <gdn/impl/skip_counter.hpp>
 #include <gdn/impl/token_io.hpp>
 #include <gdn/impl/view_types.hpp>
 
@@ -27,6 +28,7 @@ struct RecurrenceParams {
   IndexView<M> ring_slots;    // [B] (verify)
   PoolView<RingT, M> ring;    // [ring_rows, nk, RING_LEN, record_stride] (verify)
   LedgerView<M> ledger;       // [ring_rows, words] (lazy verify; RING_LEN is the capacity)
+  SkipCounter<M> skipped;     // rows skipped for an index out of range
   int nv = 0;
   int group = 1;         // G = nv / nk
   int ring_len = 0;      // RING_LEN (verify), 0 for the forward
@@ -44,6 +46,7 @@ struct FoldParams {
   Kokkos::View<const RingT****, Kokkos::LayoutRight, M> ring;  // [ring_rows, nk, RING_LEN, stride]
   IndexView<M> num_accepted;                                   // [B] (the eager fold)
   LedgerView<M> ledger;  // [ring_rows, words] (lazy: the pending records)
+  SkipCounter<M> skipped;  // rows skipped for an index out of range
   IndexView<M> offsets;  // [B+1] (a lazy verify's commit: only rows whose window overflows)
   ConvFoldWords<M> conv;                                       // the conv pools, if any
   int nv = 0;

@@ -16,7 +16,8 @@
 /// Preconditions (checked on the host, validate.hpp): Dk == Dv == `Dk`, 64
 /// or 128; the state pool is dense (LayoutRight) and 16-byte aligned; every
 /// index is in range or gdn::pad_slot (an index out of range, or a row whose
-/// end lies outside `qkv`, is skipped like a padding row).
+/// end lies outside `qkv`, is skipped like a padding row and counted,
+/// gdn::skipped_rows).
 ///
 /// Thread mapping (TokenShape, backend.hpp). Work items are (sequence b,
 /// value head h, tile of kTokenTile = 64 state columns), tile fastest. The
@@ -135,6 +136,7 @@ struct TokenKernel {
     int h = 0, tile = 0, t0 = 0, len = 0;
     std::uint32_t slot = 0, ring_row = 0;
     int pending = 0;
+    bool bad = false;  // an index out of range (not padding): counted once per row
   };
 
   KOKKOS_INLINE_FUNCTION Item item_at(int item) const {
@@ -150,9 +152,14 @@ struct TokenKernel {
     it.len = static_cast<int>(o1 - o0);
     // Padding rows (gdn::pad_slot) and indices outside their pools are no
     // work: none of their rows is read or written.
+    const bool pad = it.slot == pad_slot || (Verify && it.ring_row == pad_slot);
     const bool ring_ok = !Verify || it.ring_row < m.ring.extent(0);
-    if (it.slot >= m.state.extent(0) || !ring_ok || o1 < o0 || o1 > m.in.m_qkv.extent(0)) {
+    if (pad) {
       it.len = 0;
+    } else if (it.slot >= m.state.extent(0) || !ring_ok || o1 < o0 ||
+               o1 > m.in.m_qkv.extent(0)) {
+      it.len = 0;
+      it.bad = it.h == 0 && it.tile == 0;
     }
     if constexpr (Lazy) {
       if (it.len > 0) it.pending = pending_records(m.ledger(it.ring_row, 0), m.ring_len);
@@ -172,6 +179,7 @@ struct TokenKernel {
       const int next = item + team.league_size();
       const Item nxt = next < m_items ? item_at(next) : Item();
       if (cur.len > 0) run_item(team, s, cur, nxt);
+      if (cur.bad && team.team_rank() == 0) count_skipped_row(m.skipped);
       cur = nxt;
     }
   }
