@@ -1,4 +1,4 @@
-// The host's head-dimension sums follow SPEC.md section 2's canonical order:
+// The host's head-dimension sums follow docs/design.md section 2's canonical order:
 // blocks of 16 rows, each an fma chain from 0 in ascending rows, combined by
 // ((b0+b4)+(b2+b6))+((b1+b5)+(b3+b7)) at Dk = 128 and (b0+b2)+(b1+b3) at
 // Dk = 64, written out here from the specification. (On CUDA the same order

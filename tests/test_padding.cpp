@@ -1,4 +1,4 @@
-// Padding rows (gdn::pad_slot, SPEC.md section 3): a row whose state slot, ring slot or fold
+// Padding rows (gdn::pad_slot, docs/design.md section 3): a row whose state slot, ring slot or fold
 // table entry is gdn::pad_slot is skipped. Each test runs a batch with padding rows interleaved
 // (first, in the middle, last; empty and with tokens, shorter and longer than a chunk and than
 // RING_LEN) and the same call without them, and compares byte for byte: every pool (state,
@@ -418,7 +418,7 @@ TEST(Padding, ConvVerifySkipsPaddingRows) { conv_skips_padding(kVerifyRows, true
 // The checking mode accepts the sentinel and nothing else out of range.
 
 TEST(Padding, SentinelIsInt32MinusOne) {
-  static_assert(gdn::pad_slot == 0xFFFFFFFFu, "SPEC.md: pad_slot = 0xFFFFFFFF");
+  static_assert(gdn::pad_slot == 0xFFFFFFFFu, "docs/design.md: pad_slot = 0xFFFFFFFF");
   EXPECT_EQ(gdn::pad_slot, static_cast<std::uint32_t>(std::int32_t(-1)));
 }
 

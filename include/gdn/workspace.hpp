@@ -9,7 +9,7 @@
 /// computes every chunk's step-2 coefficients (the Gram entries times the
 /// decay products, the norms, the gates) into the workspace, then the
 /// sequential pass reads them instead of computing them. The results are the
-/// bits of the call without a workspace (SPEC.md section 2): only where the
+/// bits of the call without a workspace (docs/design.md section 2): only where the
 /// coefficients are computed changes. A call with a workspace allocates
 /// nothing, so it can be captured in a CUDA graph; the call without one
 /// computes the coefficients inside the sequential pass and allocates
