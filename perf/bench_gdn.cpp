@@ -9,9 +9,9 @@
 //   prefill/D<d>/state:<s>/B:<b>/T:<t>      recurrence_fwd over B prompts of T tokens each
 //                                           (B x T in 1 x 1024, 1 x 4096, 1 x 8192,
 //                                           4 x 4096, 16 x 4096; D = 128); built
-//                                           against a tree with the forward's workspace
-//                                           (gdn/workspace.hpp, before the per-token
-//                                           exact path) with one, allocated before timing
+//                                           against an earlier tree whose forward took a
+//                                           workspace (the chunked one) with one,
+//                                           allocated before timing
 //   prefill/.../fused                       such a tree's prefill without a workspace
 //   fold/D<d>/state:<s>/L:<l>/B:<b>/T:<t>   RING_LEN = T, num_accepted = T for every
 //                                           row; L = 1 (one layer per launch) and

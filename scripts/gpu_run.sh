@@ -29,8 +29,9 @@
 #                  order: this tree (bench_cuda), each baseline in the order
 #                  given, this tree again (bench_cuda_again); the two runs of
 #                  this tree bracket the baselines, so a drift of the machine
-#                  shows as a difference between them. perf/ab.py then
-#                  tabulates all runs against the first baseline -> ab.txt
+#                  shows as a difference between them.
+#                  tools/profiling/ab.py then tabulates all runs against
+#                  the first baseline -> ab.txt
 #   --fla F        with --bench: unpack the tarball F (a snapshot of fla, flash-linear-attention,
 #                  with its fla/ package at its top or one folder down) and run
 #                  perf/fla_anchor.py with python3 after the benches: fla's kernels on the
@@ -39,9 +40,10 @@
 #                  benchmark matching RE (GDN_NCU_KERNEL: kernel regex) ->
 #                  ncu_details.txt, ncu_source_sass.csv.gz; given again, the
 #                  second and later profiles go to ncu<N>_details.txt, ...;
-#                  then the disassembly with source lines (perf/sass_lines.py
-#                  -> sass_lines.txt.gz) and each profile's instructions by
-#                  source line (perf/sass_breakdown.py --lines -> ncu_lines.txt;
+#                  then the disassembly with source lines
+#                  (tools/profiling/sass_lines.py -> sass_lines.txt.gz) and
+#                  each profile's instructions by source line
+#                  (tools/profiling/sass_breakdown.py --lines -> ncu_lines.txt;
 #                  GDN_NCU_ITEMS: work items x warps, default 65536)
 # A summary line per step is printed as it completes (and kept in summary.txt).
 # GDN_PACK=FILE (a path outside $OUT): when the script exits, for whatever
@@ -221,8 +223,8 @@ if [ -n "$bench" ]; then
     render_bench cuda_again
     runs+=("cuda_again=$OUT/bench_cuda_again.json")
     # Every case: each run's time and fraction of the roofline, and each against the first baseline.
-    python3 "$GDN_ROOT/perf/ab.py" "${runs[@]}" --field time_us --frac --ref "${built[0]%%=*}" \
-      > "$OUT/ab.txt" 2>&1 || say "perf/ab.py failed (ab.txt)"
+    python3 "$GDN_ROOT/tools/profiling/ab.py" "${runs[@]}" --field time_us --frac --ref "${built[0]%%=*}" \
+      > "$OUT/ab.txt" 2>&1 || say "tools/profiling/ab.py failed (ab.txt)"
     tee -a "$OUT/summary.txt" < "$OUT/ab.txt"
   fi
   if [ -n "$fla" ]; then
@@ -238,7 +240,7 @@ if [ -n "$bench" ]; then
       tee -a "$OUT/summary.txt" < "$OUT/fla.txt"
     fi
   fi
-  "$dir/perf/gdn_launch_probe" > "$OUT/launch_probe.txt" 2>&1 || say "gdn_launch_probe failed"
+  "$dir/tools/profiling/gdn_launch_probe" > "$OUT/launch_probe.txt" 2>&1 || say "gdn_launch_probe failed"
   grep -E 'fenced' "$OUT/launch_probe.txt" | tee -a "$OUT/summary.txt" || true
 fi
 n=0
@@ -249,13 +251,13 @@ for ncu_re in "${ncu_res[@]}"; do
   ncu --import "$OUT/$p.ncu-rep" --page details > "$OUT/${p}_details.txt" 2>&1 || true
   ncu --import "$OUT/$p.ncu-rep" --page source --csv --print-source sass 2>&1 | gzip > "$OUT/${p}_source_sass.csv.gz" || true
   say "$p ($ncu_re): $(grep -cE 'Duration|Throughput' "$OUT/${p}_details.txt") lines of metrics"
-  # Each profiled instruction's source line (perf/sass_lines.py; the disassembly once).
+  # Each profiled instruction's source line (tools/profiling/sass_lines.py; the disassembly once).
   if [ "$n" = 1 ]; then
-    python3 "$GDN_ROOT/perf/sass_lines.py" "$dir" "$OUT/sass_lines.txt.gz" \
-      > "$OUT/sass_lines.log" 2>&1 || say "perf/sass_lines.py failed (sass_lines.log)"
+    python3 "$GDN_ROOT/tools/profiling/sass_lines.py" "$dir" "$OUT/sass_lines.txt.gz" \
+      > "$OUT/sass_lines.log" 2>&1 || say "tools/profiling/sass_lines.py failed (sass_lines.log)"
   fi
   if [ -f "$OUT/sass_lines.txt.gz" ]; then
-    python3 "$GDN_ROOT/perf/sass_breakdown.py" "$OUT/${p}_source_sass.csv.gz" \
+    python3 "$GDN_ROOT/tools/profiling/sass_breakdown.py" "$OUT/${p}_source_sass.csv.gz" \
       --items "${GDN_NCU_ITEMS:-65536}" --lines "$OUT/sass_lines.txt.gz" --depth 1 \
       > "$OUT/${p}_lines.txt" 2>&1 || true
     say "$p: $(grep -E '^source lines' "$OUT/${p}_lines.txt" | sed 's/kernel .*\.\.\., //')"

@@ -109,7 +109,8 @@ configure_and_build() {
      grep -qs 'Kokkos_DEVICES.*CUDA' "$kokkos"/lib*/cmake/Kokkos/KokkosConfigCommon.cmake; then
     extra+=("-DCMAKE_CXX_COMPILER=$kokkos/bin/nvcc_wrapper")
   fi
-  # compile_commands.json: perf/sass_lines.py recompiles the CUDA source with the build's command.
+  # compile_commands.json: tools/profiling/sass_lines.py recompiles the CUDA source with the
+  # build's command.
   # The project's own builds compile the host kernels for this CPU (-march=native); a caller's
   # later -DGDN_ENABLE_NATIVE_ARCH=OFF builds the portable default instead.
   cmake -S "$GDN_ROOT" -B "$dir" -DCMAKE_BUILD_TYPE=Release -DCMAKE_EXPORT_COMPILE_COMMANDS=ON \

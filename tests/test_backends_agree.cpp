@@ -1,5 +1,5 @@
 // The same call gives the same bits on the backend under test and on the host
-// (SPEC.md section 2, "the canonical order"): verify (outputs, records, the
+// (docs/design.md section 2, "the canonical order"): verify (outputs, records, the
 // states of rows that commit), the forward (outputs, states) and the fold, for
 // float and bf16 states, rings and activations, given and raw gates, both head
 // dims, G = 1 and G = 2, and rows of one staging pass of the kernel (16

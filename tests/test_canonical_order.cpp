@@ -1,4 +1,4 @@
-// The exact path computes SPEC.md section 2 one token at a time in the
+// The exact path computes docs/design.md section 2 one token at a time in the
 // canonical order, bit for bit: a float32 recurrence written here from the
 // specification (blocks of 16 rows, each an fma chain from 0 in ascending
 // rows, combined by ((b0+b4)+(b2+b6))+((b1+b5)+(b3+b7)) at Dk = 128 and
@@ -42,7 +42,7 @@ float serial_dot(const float* x, int sx, const float* y, int sy, int dk) {
 
 bool same(float a, float b) { return std::memcmp(&a, &b, 4) == 0; }
 
-// SPEC.md section 2 over tokens [t0, t1) of problem p, state S [nv][dk][dv]
+// docs/design.md section 2 over tokens [t0, t1) of problem p, state S [nv][dk][dv]
 // (one sequence), outputs into out [tokens][value_dim]. Returns how many
 // out values would differ if the sums were serial (a can-fail check).
 int spec_forward(const Problem& p, int t0, int t1, std::vector<float>& S, std::vector<float>& out) {

@@ -1,4 +1,4 @@
-// Padding rows (gdn::pad_slot, SPEC.md section 3): a row whose state slot, ring slot or fold
+// Padding rows (gdn::pad_slot, docs/design.md section 3): a row whose state slot, ring slot or fold
 // table entry is gdn::pad_slot is skipped. Each test runs a batch with padding rows interleaved
 // (first, in the middle, last; empty and with tokens, shorter and longer than a staging pass of 16 tokens and than
 // RING_LEN) and the same call without them, and compares byte for byte: every pool (state,
@@ -124,7 +124,7 @@ std::vector<std::uint32_t> with_bad(std::vector<std::uint32_t> v, std::uint32_t 
 
 // A forward or (`verify`) a verify over `rows` against the same call over the real rows.
 // `bad` != kPad: the padding entries are that index instead, out of range of their pool
-// (SPEC.md section 6, "no index reaches outside its pool"): with the checking mode off the
+// (docs/design.md, "Bad input": no index reaches outside its pool): with the checking mode off the
 // rows are skipped as padding rows are, and gdn::skipped_rows counts each once.
 template <class StateT>
 void recurrence_skips_padding(const gdn::HeadConfig& cfg, const std::vector<Row>& rows, bool verify,
@@ -491,7 +491,7 @@ TEST(OutOfRange, ConvSkipsAndCountsRowsOutsideThePools) {
 // The checking mode accepts the sentinel and nothing else out of range.
 
 TEST(Padding, SentinelIsInt32MinusOne) {
-  static_assert(gdn::pad_slot == 0xFFFFFFFFu, "SPEC.md: pad_slot = 0xFFFFFFFF");
+  static_assert(gdn::pad_slot == 0xFFFFFFFFu, "docs/design.md: pad_slot = 0xFFFFFFFF");
   EXPECT_EQ(gdn::pad_slot, static_cast<std::uint32_t>(std::int32_t(-1)));
 }
 

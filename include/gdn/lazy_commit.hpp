@@ -20,8 +20,8 @@
 /// of the eager flow, for any flush schedule, for float and bf16 states
 /// (docs/api.md, "Lazy commit").
 ///
-/// The kernels are those of the verify and the fold (impl/recurrence_kernel.hpp,
-/// impl/stream_kernel.hpp, impl/fold_kernel.hpp), in their lazy mode; the ledger
+/// The kernels are those of the verify and the fold (impl/kernels/token_kernel.hpp,
+/// impl/fold_kernel.hpp), in their lazy mode; the ledger
 /// is impl/lazy_kernel.hpp.
 
 #include <gdn/config.hpp>

@@ -4,7 +4,7 @@
 /// \file verify_ring.hpp
 /// \brief `gdn::recurrence_verify_ring`: verify a drafted window and record a ring.
 ///
-/// The kernel itself is in impl/recurrence_kernel.hpp (shared with the forward).
+/// The kernel itself is in impl/kernels/token_kernel.hpp (shared with the forward).
 
 #include <gdn/config.hpp>
 #include <gdn/impl/eti.hpp>

@@ -5,7 +5,14 @@
 #ifndef GDN_PYTHON_ARG_HPP
 #define GDN_PYTHON_ARG_HPP
 
-#include "runtime.hpp"
+#include <pybind11/pybind11.h>
+
+#include <cstdint>
+#include <string>
+
+#include "dlpack.hpp"
+
+namespace py = pybind11;
 
 namespace gdn_python {
 namespace {

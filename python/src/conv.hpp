@@ -4,7 +4,21 @@
 #ifndef GDN_PYTHON_CONV_HPP
 #define GDN_PYTHON_CONV_HPP
 
-#include "recurrence.hpp"
+#include <pybind11/pybind11.h>
+
+#include <gdn/config.hpp>
+#include <gdn/conv1d.hpp>
+#include <gdn/conv_inputs.hpp>
+#include <gdn/lazy_commit.hpp>
+
+#include <type_traits>
+
+#include "arg.hpp"
+#include "launch.hpp"
+#include "tensors.hpp"
+#include "views.hpp"
+
+namespace py = pybind11;
 
 namespace gdn_python {
 namespace {

@@ -4,7 +4,22 @@
 #ifndef GDN_PYTHON_FOLD_HPP
 #define GDN_PYTHON_FOLD_HPP
 
-#include "conv.hpp"
+#include <pybind11/pybind11.h>
+
+#include <gdn/config.hpp>
+#include <gdn/conv_inputs.hpp>
+#include <gdn/lazy_commit.hpp>
+#include <gdn/state_fold.hpp>
+
+#include <string>
+#include <type_traits>
+
+#include "arg.hpp"
+#include "launch.hpp"
+#include "tensors.hpp"
+#include "views.hpp"
+
+namespace py = pybind11;
 
 namespace gdn_python {
 namespace {

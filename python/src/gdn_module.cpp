@@ -15,10 +15,36 @@
 // Python.h (through pybind11) comes first, as Python asks.
 #include <pybind11/pybind11.h>
 
-// The module's parts, each including the one before it:
-// runtime.hpp (Kokkos, streams) < tensors.hpp (DLPack arguments) < views.hpp
-// < launch.hpp < recurrence.hpp < conv.hpp < fold.hpp < lazy.hpp (entry points and bindings).
+#include <gdn/checking.hpp>
+#include <gdn/config.hpp>
+#include <gdn/error.hpp>
+#include <gdn/ring.hpp>
+#include <gdn/version.hpp>
+
+#include <Kokkos_Core.hpp>
+
+#if defined(KOKKOS_ENABLE_CUDA)
+#include <cuda_runtime.h>
+#endif
+
+#include <cstdint>
+#include <exception>
+#include <stdexcept>
+#include <string>
+
+// The module's parts, each including what it uses: runtime.hpp (Kokkos, streams), dlpack.hpp
+// and arg.hpp (a borrowed tensor), tensors.hpp (a call's arguments), views.hpp (Kokkos views
+// over them), launch.hpp (the launch), and the entry points with their bindings:
+// recurrence.hpp, conv.hpp, fold.hpp, lazy.hpp.
+#include "conv.hpp"
+#include "fold.hpp"
+#include "launch.hpp"
 #include "lazy.hpp"
+#include "recurrence.hpp"
+#include "runtime.hpp"
+#include "tensors.hpp"
+
+namespace py = pybind11;
 
 namespace gdn_python {
 namespace {

@@ -5,7 +5,24 @@
 #ifndef GDN_PYTHON_LAUNCH_HPP
 #define GDN_PYTHON_LAUNCH_HPP
 
-#include "views.hpp"
+#include <pybind11/pybind11.h>
+
+#include <Kokkos_Core.hpp>
+
+#if defined(KOKKOS_ENABLE_CUDA)
+#include <cuda_runtime.h>
+#endif
+
+#include <cstdint>
+#include <mutex>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+
+#include "runtime.hpp"
+#include "tensors.hpp"
+
+namespace py = pybind11;
 
 namespace gdn_python {
 namespace {

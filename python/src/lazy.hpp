@@ -6,7 +6,24 @@
 #ifndef GDN_PYTHON_LAZY_HPP
 #define GDN_PYTHON_LAZY_HPP
 
+#include <pybind11/pybind11.h>
+
+#include <gdn/config.hpp>
+#include <gdn/lazy_commit.hpp>
+
+#include <cstddef>
+#include <string>
+#include <type_traits>
+
+#include "arg.hpp"
+#include "conv.hpp"
 #include "fold.hpp"
+#include "launch.hpp"
+#include "recurrence.hpp"
+#include "tensors.hpp"
+#include "views.hpp"
+
+namespace py = pybind11;
 
 namespace gdn_python {
 namespace {

@@ -5,7 +5,30 @@
 #ifndef GDN_PYTHON_RECURRENCE_HPP
 #define GDN_PYTHON_RECURRENCE_HPP
 
+#include <pybind11/pybind11.h>
+
+#include <gdn/config.hpp>
+#include <gdn/lazy_commit.hpp>
+#include <gdn/recurrence_fwd.hpp>
+#include <gdn/verify_ring.hpp>
+#include <gdn/workspace.hpp>
+
+#include <Kokkos_Core.hpp>
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "arg.hpp"
+#include "dlpack.hpp"
 #include "launch.hpp"
+#include "tensors.hpp"
+#include "views.hpp"
+
+namespace py = pybind11;
 
 namespace gdn_python {
 namespace {

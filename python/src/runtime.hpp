@@ -4,10 +4,6 @@
 #ifndef GDN_PYTHON_RUNTIME_HPP
 #define GDN_PYTHON_RUNTIME_HPP
 
-#include <pybind11/pybind11.h>
-
-#include <gdn/gdn.hpp>
-
 #include <Kokkos_Core.hpp>
 
 #if defined(KOKKOS_ENABLE_CUDA)
@@ -17,15 +13,8 @@
 #include <cstdint>
 #include <map>
 #include <mutex>
-#include <sstream>
 #include <string>
-#include <type_traits>
-#include <utility>
 #include <vector>
-
-#include "dlpack.hpp"
-
-namespace py = pybind11;
 
 namespace gdn_python {
 namespace {

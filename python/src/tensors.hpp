@@ -4,7 +4,19 @@
 #ifndef GDN_PYTHON_TENSORS_HPP
 #define GDN_PYTHON_TENSORS_HPP
 
+#include <pybind11/pybind11.h>
+
+#include <gdn/bf16.hpp>
+
+#include <cstdint>
+#include <string>
+#include <type_traits>
+#include <utility>
+
 #include "arg.hpp"
+#include "dlpack.hpp"
+
+namespace py = pybind11;
 
 namespace gdn_python {
 namespace {

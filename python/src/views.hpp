@@ -5,7 +5,19 @@
 #ifndef GDN_PYTHON_VIEWS_HPP
 #define GDN_PYTHON_VIEWS_HPP
 
+#include <pybind11/pybind11.h>
+
+#include <gdn/bf16.hpp>
+
+#include <Kokkos_Core.hpp>
+
+#include <cstddef>
+#include <cstdint>
+
+#include "arg.hpp"
 #include "tensors.hpp"
+
+namespace py = pybind11;
 
 namespace gdn_python {
 namespace {

@@ -1,12 +1,21 @@
-"""gdn's Python entry on CPU tensors (Kokkos's host space). The cases are in gdn_cases.py."""
+"""gdn's Python entry on CPU tensors (Kokkos's host space). The shared cases are the
+cases_*.py modules, one per call family (helpers in cases_support.py); this file collects
+them all and adds the CPU's own."""
 
 import numpy as np
 import pytest
 import torch
 
 import gdn
-from gdn_cases import *  # noqa: F401,F403  (the shared test cases)
-from gdn_cases import Problem, assert_close_to_reference
+# The shared cases, each family's tests run with this file's `device` fixture.
+from cases_binding import *  # noqa: F401,F403
+from cases_conv import *  # noqa: F401,F403
+from cases_fold import *  # noqa: F401,F403
+from cases_lazy import *  # noqa: F401,F403
+from cases_ops import *  # noqa: F401,F403
+from cases_padding import *  # noqa: F401,F403
+from cases_recurrence import *  # noqa: F401,F403
+from cases_support import Problem, assert_close_to_reference
 
 
 @pytest.fixture

@@ -1,7 +1,7 @@
 """gdn's Python entry on CUDA tensors (Kokkos::Cuda on the caller's stream).
 
-Skipped where torch has no CUDA device. Besides the shared cases of
-gdn_cases.py (the conv1d cases among them): device mismatches, explicit streams, and verify + fold
+Skipped where torch has no CUDA device. Besides the shared cases (the cases_*.py
+modules, one per call family): device mismatches, explicit streams, and verify + fold
 captured in a torch.cuda.CUDAGraph and replayed with new inputs, also with padding rows (-1),
 a forward over long rows captured and replayed,
 a lazy decode loop (verify_lazy + lazy_accept) replayed from one capture, and (torch >= 2.4)
@@ -20,10 +20,18 @@ if not gdn.has_cuda:
     pytest.fail("torch has a CUDA device but this gdn module was built without CUDA",
                 pytrace=False)
 
-from gdn_cases import *  # noqa: E402,F401,F403  (the shared test cases)
-from gdn_cases import (  # noqa: E402
+# The shared cases, each family's tests run with this file's `device` fixture.
+from cases_binding import *  # noqa: E402,F401,F403
+from cases_conv import *  # noqa: E402,F401,F403
+from cases_fold import *  # noqa: E402,F401,F403
+from cases_lazy import *  # noqa: E402,F401,F403
+from cases_ops import *  # noqa: E402,F401,F403
+from cases_ops import needs_custom_ops  # noqa: E402
+from cases_padding import *  # noqa: E402,F401,F403
+from cases_recurrence import *  # noqa: E402,F401,F403
+from cases_support import (  # noqa: E402
     ConvProblem, Problem, bits_equal, conv_verify_args, expect_error, fold_args, fold_conv_args,
-    fwd_args, needs_custom_ops, rel_err, reference, verify_args)
+    fwd_args, reference, rel_err, verify_args)
 
 
 @pytest.fixture

@@ -20,8 +20,11 @@ function(step)
   endif()
 endfunction()
 step(${CMAKE_COMMAND} --install ${GDN_BINARY_DIR} --prefix ${WORK_DIR}/prefix)
+# Kokkos Kernels is no dependency of the library (only its tests link it): the
+# consumer configures with every Kokkos Kernels hidden.
 step(${CMAKE_COMMAND} -S ${CONSUMER_SOURCE_DIR} -B ${WORK_DIR}/build -DCMAKE_BUILD_TYPE=Release
-     -DCMAKE_PREFIX_PATH=${WORK_DIR}/prefix -DCMAKE_CXX_COMPILER=${CXX})
+     -DCMAKE_PREFIX_PATH=${WORK_DIR}/prefix -DCMAKE_CXX_COMPILER=${CXX}
+     -DCMAKE_DISABLE_FIND_PACKAGE_KokkosKernels=ON)
 # The consumer's Kokkos must be the one gdn was built with.
 file(STRINGS ${WORK_DIR}/build/CMakeCache.txt found REGEX "^Kokkos_DIR:")
 string(REGEX REPLACE "^Kokkos_DIR:[A-Z]*=" "" found "${found}")

@@ -1,5 +1,7 @@
 #!/usr/bin/env python3
-"""scripts/check_comments.py: fails on a planted history comment, passes on a clean file.
+"""scripts/check_comments.py: fails on a planted history comment, passes on a clean file; fails
+on a file name that names no file of the tree (in a C++ comment or a Markdown file), passes on
+names that do and on what is no file name of the tree (URLs, patterns, output folders).
 
 usage: test_check_comments.py REPO_ROOT
 """
@@ -36,8 +38,44 @@ PLANTED = {
 }
 
 
-def run(path):
-    return subprocess.run([sys.executable, CHECK, path], capture_output=True, text=True)
+def run(*args):
+    return subprocess.run([sys.executable, CHECK, *args], capture_output=True, text=True)
+
+
+def write(path, text):
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(text)
+
+
+# The file rule, in a tree of its own (--root): the files it has, then a C++ file and two
+# Markdown files that name files. Every name in OK_* is found (or is no file name of the tree);
+# every (line, name) in BAD_* must be reported, and nothing else.
+TREE = ["include/gdn/config.hpp", "include/gdn/impl/launch.hpp", "docs/design.md",
+        "cmake/GDNConfig.cmake.in", "tests/reference/reference.hpp", "tools/profiling/ab.py",
+        "perf/render.py", "README.md"]
+CPP = r'''// The head geometry (gdn/config.hpp, impl/launch.hpp, docs/design.md section 2).
+// The installed GDNConfig.cmake; the reference of reference.hpp; perf/render.py's names.
+// fla's chunk_delta_h.py (https://github.com/fla-org/x/blob/main/fla/ops/missing_url.py).
+// Patterns and outputs: bench_*.json, bench_NAME.json, $OUT/ab.txt, <name>.md,
+// build/cuda/compile_commands.json, /usr/include/python3.11/Python.hpp.
+const char* s = "missing_in_a_string.hpp";  // code and string literals are not read
+// Gone: host_dense.hpp, and perf/ab.py (moved to tools/), ../shared/DEPS.md.
+/* A block comment: docs/missing.md
+   and SPEC.md. */
+int f();
+'''
+BAD_CPP = {(7, "host_dense.hpp"), (7, "perf/ab.py"), (7, "../shared/DEPS.md"),
+           (8, "docs/missing.md"), (9, "SPEC.md")}
+MD = """# A page in docs/
+
+[The design](design.md), [the config](../include/gdn/config.hpp), `tools/profiling/ab.py`.
+See [the spec](../SPEC.md) and `DEPS.md`.
+```bash
+python3 perf/ab.py out/bench_cuda.json
+```
+"""
+BAD_MD = {(4, "../SPEC.md"), (4, "DEPS.md"), (6, "perf/ab.py")}
 
 
 failures = []
@@ -69,6 +107,41 @@ with tempfile.TemporaryDirectory() as tmp:
     r = run(os.path.join(tmp, "tree"))
     if r.returncode != 1 or "b.cpp:10:" not in r.stdout or "a.hpp" in r.stdout:
         failures.append(f"directory: exit {r.returncode}, expected 1 with b.cpp:10:\n{r.stdout}")
+
+def file_hits(r):
+    """(file's name, line, name) of every [file] line of a run."""
+    hits = set()
+    for line in r.stdout.splitlines():
+        if ": [file] " in line:
+            where, name = line.split(": [file] ")
+            path, number = where.rsplit(":", 1)
+            hits.add((os.path.basename(path), int(number), name))
+    return hits
+
+
+with tempfile.TemporaryDirectory() as tmp:
+    for name in TREE:
+        write(os.path.join(tmp, name), "\n")
+    cpp, md = os.path.join(tmp, "src", "names.cpp"), os.path.join(tmp, "docs", "page.md")
+    write(cpp, CPP)
+    write(md, MD)
+    changelog = os.path.join(tmp, "CHANGELOG.md")
+    write(changelog, "- Removed old_name.hpp.\n")  # exempt: it describes history
+    r = run("--root", tmp, tmp)  # the whole tree, walked
+    expected = ({("names.cpp", n, name) for n, name in BAD_CPP}
+                | {("page.md", n, name) for n, name in BAD_MD})
+    if r.returncode != 1 or file_hits(r) != expected:
+        failures.append(f"file names: exit {r.returncode}, expected 1; reported beyond "
+                        f"{sorted(file_hits(r) - expected)}, missed "
+                        f"{sorted(expected - file_hits(r))}:\n{r.stdout}{r.stderr}")
+    # Once the files exist (a bare name anywhere in the tree), only the path out of the tree
+    # is left.
+    for name in ("x/host_dense.hpp", "perf/ab.py", "docs/missing.md", "SPEC.md", "y/DEPS.md"):
+        write(os.path.join(tmp, name), "\n")
+    r = run("--root", tmp, cpp, md, changelog)  # the files, named
+    if r.returncode != 1 or file_hits(r) != {("names.cpp", 7, "../shared/DEPS.md")}:
+        failures.append(f"file names, the files added: exit {r.returncode}, expected 1 with "
+                        f"names.cpp:7 alone:\n{r.stdout}{r.stderr}")
 
 for f in failures:
     print("FAIL:", f)

@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
-"""perf/targets.py, perf/render.py (also --summary), perf/ab.py and perf/sass_breakdown.py on
-made-up inputs whose answers are known (benchmark JSON; an ncu source CSV with its disassembly)."""
+"""perf/render.py (also --summary) and the profiling aids tools/profiling/targets.py,
+tools/profiling/ab.py and tools/profiling/sass_breakdown.py on made-up inputs whose answers are
+known (benchmark JSON; an ncu source CSV with its disassembly)."""
 import csv
 import gzip
 import json
@@ -10,6 +11,7 @@ import sys
 import tempfile
 
 ROOT = sys.argv[1]
+PROFILING = os.path.join(ROOT, "tools", "profiling")
 
 
 def case(name, time_us, bytes_, gpu_us=None, flops=0.0, copy_bw=1e12, copy_us=None):
@@ -57,7 +59,7 @@ with tempfile.TemporaryDirectory() as tmp:
     path = os.path.join(tmp, "b.json")
     with open(path, "w", encoding="utf-8") as f:
         json.dump(data, f)
-    out = subprocess.run([sys.executable, os.path.join(ROOT, "perf", "targets.py"), path],
+    out = subprocess.run([sys.executable, os.path.join(PROFILING, "targets.py"), path],
                          check=True, capture_output=True, text=True).stdout
     lines = {l.split()[0]: l for l in out.splitlines() if l.startswith(("verify", "fold", "fwd"))}
     if "targets met: 1 of 4" not in out:
@@ -138,9 +140,9 @@ with tempfile.TemporaryDirectory() as tmp:
     if r.returncode == 0 or "no block marked" not in r.stderr:
         failures.append("render.py --summary: a page without markers was not refused")
 
-# perf/ab.py: three labelled runs against the second (--ref), with each run's fraction of the
-# roofline (--frac; 1e8 bytes at 1e12 B/s: 100 us); a case the third run lacks has empty cells.
-# Two files without options: the A-B table.
+# tools/profiling/ab.py: three labelled runs against the second (--ref), with each run's fraction
+# of the roofline (--frac; 1e8 bytes at 1e12 B/s: 100 us); a case the third run lacks has empty
+# cells. Two files without options: the A-B table.
 ab_runs = {
     "new": [case("verify/D128/state:float/B:256/T:1", 100.0, 1e8),
             case("verify/D128/state:bf16/B:256/T:1/act:bf16", 50.0, 1e8)],
@@ -155,7 +157,7 @@ with tempfile.TemporaryDirectory() as tmp:
         with open(path, "w", encoding="utf-8") as f:
             json.dump({"context": {"copy_bw": "1e12", "fp32_peak": "1e15"}, "benchmarks": cases}, f)
         args.append(f"{label}={path}")
-    ab_py = os.path.join(ROOT, "perf", "ab.py")
+    ab_py = os.path.join(PROFILING, "ab.py")
     out = subprocess.run([sys.executable, ab_py, *args, "--field", "time_us", "--ref", "main",
                           "--frac"], check=True, capture_output=True, text=True).stdout
     rows = [l.replace(" ", "") for l in out.splitlines()]
@@ -173,10 +175,11 @@ with tempfile.TemporaryDirectory() as tmp:
                             "| verify/D128/state:float/B:256/T:1 | 125.0 | 200.0 | +60.0 % |"]:
         failures.append(f"ab.py: the A-B table of two files:\n{out}")
 
-# perf/sass_breakdown.py --lines: five instructions, 10 work items. The disassembly (nvdisasm -gi
-# form) puts each under its chain of inlined calls; ncu's CSV writes branch targets as addresses,
-# memory operands with a descriptor and other spacing. Per item: the launch's own LDC 1, line 10
-# 4, line 20 (inlined token_step.hpp:31) 3, line 30 (a View access and a branch) 2, of 10.
+# tools/profiling/sass_breakdown.py --lines: five instructions, 10 work items. The disassembly
+# (nvdisasm -gi form) puts each under its chain of inlined calls; ncu's CSV writes branch targets
+# as addresses, memory operands with a descriptor and other spacing. Per item: the launch's own
+# LDC 1, line 10 4, line 20 (inlined token_step.hpp:31) 3, line 30 (a View access and a branch)
+# 2, of 10.
 LAUNCH = ("Kokkos_Cuda_KernelLaunch.hpp", 129)
 RK = "include/gdn/impl/recurrence_kernel.hpp"
 
@@ -213,7 +216,7 @@ def breakdown(tmp, profile, depth):
                     "Instructions Executed"])
         for i, (text, n) in enumerate(profile):
             w.writerow(["0x%x" % (0x7F0000000000 + 16 * i), "      " + text, "0", str(n)])
-    return subprocess.run([sys.executable, os.path.join(ROOT, "perf", "sass_breakdown.py"), path,
+    return subprocess.run([sys.executable, os.path.join(PROFILING, "sass_breakdown.py"), path,
                            "--items", "10", "--lines", sass, "--depth", str(depth)],
                           check=True, capture_output=True, text=True).stdout
 

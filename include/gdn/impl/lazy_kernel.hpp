@@ -17,7 +17,7 @@
 /// A lazy verify is three launches: the fold kernel commits the pending
 /// records of the rows whose window does not fit behind them (fold_kernel.hpp,
 /// its verify mode), LedgerBeforeVerify clears those rows, then the verify
-/// (recurrence_kernel.hpp, stream_kernel.hpp) folds each row's pending
+/// (kernels/token_kernel.hpp) folds each row's pending
 /// records in registers and writes its window behind them. The commit is a
 /// launch of its own because the teams of one head's value heads and tiles
 /// read the pending records independently: a window written over them in the

@@ -10,7 +10,7 @@ changed no instruction of the kernels profiled so far, and
 sass_breakdown.py --lines checks that every time, instruction by
 instruction, against the SASS that ncu profiled.
 
-  python3 perf/sass_lines.py BUILD_DIR OUT [--nvdisasm PATH] [--legacy-elf]
+  python3 tools/profiling/sass_lines.py BUILD_DIR OUT [--nvdisasm PATH] [--legacy-elf]
 
 --legacy-elf: for an nvdisasm older than the compiler (e.g. CUDA 11.8's,
 which rejects the ELF header that CUDA 12.8 and later write: OS/ABI 0x41,

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Tally the H200 targets of issue 5 in a gdn_bench JSON file (medians).
 
-Usage: python3 perf/targets.py BENCH.json [MORE.json ...]
+Usage: python3 tools/profiling/targets.py BENCH.json [MORE.json ...]
 Later files replace earlier ones case by case.
 
 Target cases (B >= 128, D128 and D64, float and bf16 state):
@@ -30,7 +30,8 @@ import json
 import os
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+# perf/render.py, two folders up: the names, runs and roofline the benchmark pages use.
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "perf"))
 from render import parse_name, select_runs  # noqa: E402  (the names and runs render.py reads)
 
 

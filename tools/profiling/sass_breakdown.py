@@ -12,12 +12,12 @@ instruction that ran exactly k times per item (k >= 1) is in band "x k"
 "~1" (item bookkeeping, whose count depends on the run plan), the rest in
 "<1" (work that only some items do: record keys, the end of a run, ...).
 
-  python3 perf/sass_breakdown.py ncu_source_sass.csv.gz [--items N] [--top K]
-                                 [--lines SASS_GI [--depth D]]
+  python3 tools/profiling/sass_breakdown.py ncu_source_sass.csv.gz [--items N] [--top K]
+                                            [--lines SASS_GI [--depth D]]
 
 --top K also lists the K instructions with the most stall samples.
 
---lines SASS_GI (the disassembly with source lines that perf/sass_lines.py
+--lines SASS_GI (the disassembly with source lines that tools/profiling/sass_lines.py
 writes, of the same source): the profiled kernel is found in it (the
 function whose instructions match the CSV's), every instruction is checked
 to be the same one at the same offset (a mismatch beyond 2 % stops the
@@ -72,7 +72,7 @@ def main():
     ap.add_argument("csv_gz")
     ap.add_argument("--items", type=int, default=65536, help="work items x warps per item")
     ap.add_argument("--top", type=int, default=0, help="list the K most stalled instructions")
-    ap.add_argument("--lines", help="nvdisasm -gi text of the same code (perf/sass_lines.py)")
+    ap.add_argument("--lines", help="nvdisasm -gi text of the same code (sass_lines.py)")
     ap.add_argument("--depth", type=int, default=0, help="--lines: calls below the kernel body")
     a = ap.parse_args()
     with gzip.open(a.csv_gz, "rt") as f:

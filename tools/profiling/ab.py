@@ -2,8 +2,8 @@
 """Compare gdn_bench JSON files case by case (scripts/gpu_run.sh --baseline: this tree and earlier
 commits measured in the same call).
 
-usage: perf/ab.py [LABEL=]RUN.json [LABEL=]RUN.json ... [--field gpu_us] [--filter REGEX]
-                  [--ref LABEL] [--frac]
+usage: tools/profiling/ab.py [LABEL=]RUN.json [LABEL=]RUN.json ... [--field gpu_us]
+                             [--filter REGEX] [--ref LABEL] [--frac]
 
 Takes each case's median (or its one run: render.py's select_runs) and prints, in render.py's
 case order, one row per case that the reference run (--ref, default the first) and at least one
@@ -22,7 +22,8 @@ import os
 import re
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+# perf/render.py, two folders up: the names, runs and roofline the benchmark pages use.
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "perf"))
 from render import (case_key, fmt_si, parse_name, roofline_us,  # noqa: E402  (render.py's runs)
                     select_runs)
 
