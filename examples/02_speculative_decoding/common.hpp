@@ -11,6 +11,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <type_traits>
 
 #include "options.hpp"
 
@@ -236,11 +237,16 @@ void print_summary(const Options& o, const gdn::HeadConfig& cfg, std::size_t rec
       "                        drafted token)\n",
       mib(m.intermediates), dtype_name<StateT>());
   std::printf("  ring saves            %.1fx\n", rings > 0 ? m.intermediates / rings : 0.0);
+  const bool per_token = std::is_same<StateT, float>::value;
   std::printf(
       "  exactness checks      %lld layer-steps, %lld (layer, sequence) rows: committed state,\n"
       "                        committed conv state and accepted outputs == conv1d_fwd +\n"
-      "                        recurrence_fwd replay, byte for byte\n",
-      t.checked_layer_steps, t.checked_rows);
+      "                        recurrence_fwd replay %s, byte for byte\n",
+      t.checked_layer_steps, t.checked_rows,
+      per_token ? "one token per call" : "of each step's accepted tokens");
+  if (per_token) {
+    std::printf("speculative == plain decoding: %s\n", exact ? "yes" : "no");
+  }
   std::printf("exact: %s\n", exact ? "yes" : "no");
   std::fflush(stdout);
 }

@@ -6,12 +6,16 @@
 // Before verify, the state and conv state rows of a sample of layers are
 // copied aside. After the fold, gdn::conv1d_fwd and gdn::recurrence_fwd (raw
 // gates, bf16 activations) run from those copies over the accepted tokens
-// only (gathered into a compact batch), which is what a decoder without
-// rings would have done. docs/design.md (sections 4 and 7) promises that the
-// folded recurrent state (float ring, float or bf16 state) and the folded
-// conv state equal the replay's bit for bit, and that verify's outputs of the
-// accepted tokens equal the forward's; all three are compared on host copies
-// with memcmp, so no code of the library takes part in the comparison.
+// only, which is what a decoder without speculation would have done: with a
+// float state one token at a time (plain decoding: one call per accepted
+// token position, a token of each row that has one), with a bf16 state one
+// call over the step's accepted tokens (a bf16 state is rounded where a call
+// stores it). docs/design.md (sections 4 and 7) promises that the folded
+// recurrent state (float ring) and the folded conv state equal the replay's
+// bit for bit, and that verify's outputs of the accepted tokens equal the
+// replay's: speculative decoding equals plain decoding. All three are
+// compared on host copies with memcmp, so no code of the library takes part
+// in the comparison.
 
 #include <gdn/gdn.hpp>
 
@@ -21,6 +25,7 @@
 #include <cstdio>
 #include <cstring>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -72,6 +77,9 @@ inline void gather_tokens(const ExecSpace& space, int layer, const LayerInputs& 
 template <class StateT>
 class ReplayCheck {
  public:
+  /// Whether the replay decodes one token per call (a float state) or one call per step.
+  static constexpr bool token_by_token = std::is_same<StateT, float>::value;
+
   /// Buffers for `sample` layers of `batch` sequences with up to `window` tokens each.
   ReplayCheck(const gdn::HeadConfig& cfg, int batch, int window, int sample)
       : m_cfg(cfg),
@@ -118,41 +126,65 @@ class ReplayCheck {
                               const std::vector<std::uint32_t>& state_rows,
                               const LayerInputs& inputs, const Tokens3D& out,
                               const HostIndex& offsets, const HostIndex& accepted) {
-    // The accepted prefix of every sequence as a batch of its own.
-    m_h_pre_offsets(0) = 0;
+    // The accepted tokens' place in the replay's outputs: row b's token p at
+    // replay_first[b] + p.
+    std::vector<std::size_t> replay_first(m_batch + 1, 0);
+    std::uint32_t most = 0;
     for (int b = 0; b < m_batch; ++b) {
-      for (std::uint32_t p = 0; p < accepted(b); ++p) {
-        m_h_pre_source(m_h_pre_offsets(b) + p) = offsets(b) + p;
-      }
-      m_h_pre_offsets(b + 1) = m_h_pre_offsets(b) + accepted(b);
+      replay_first[b + 1] = replay_first[b] + accepted(b);
+      most = accepted(b) > most ? accepted(b) : most;
     }
-    Kokkos::deep_copy(m_pre_offsets, m_h_pre_offsets);
-    Kokkos::deep_copy(m_pre_source, m_h_pre_source);
-    const int tokens = int(m_h_pre_offsets(m_batch));
-    const auto rows = std::make_pair(0, tokens);
-    const auto post = Kokkos::subview(m_replay_post, rows, Kokkos::ALL);
-    const std::size_t out_bytes = sizeof(Act) * std::size_t(m_cfg.value_dim());
+    const std::size_t vd = std::size_t(m_cfg.value_dim());
+    const std::size_t out_bytes = sizeof(Act) * vd;
+    const int calls = token_by_token ? int(most) : (most > 0 ? 1 : 0);
 
     Mismatch bad;
     for (std::size_t c = 0; c < m_layers.size() && !bad.found; ++c) {
       const int l = m_layers[c];
-      gather_tokens(space, l, inputs, m_pre_source, tokens, m_pre_qkv, m_pre_a, m_pre_b);
       const auto slots =
           Kokkos::subview(m_replay_slots, std::make_pair(c * m_batch, (c + 1) * m_batch));
-      gdn::conv1d_fwd(
-          space, m_cfg,
-          model.conv_inputs(l, Kokkos::subview(m_pre_qkv, rows, Kokkos::ALL), m_pre_offsets), slots,
-          m_conv_snapshot, post);
-      gdn::recurrence_fwd(
-          space, m_cfg,
-          model.gate_inputs(l, post, Kokkos::subview(m_pre_a, rows, Kokkos::ALL),
-                            Kokkos::subview(m_pre_b, rows, Kokkos::ALL), m_pre_offsets),
-          slots, m_snapshot, Kokkos::subview(m_replay_out, rows, Kokkos::ALL));
-      space.fence();
+      std::vector<Act> replay_out(replay_first[m_batch] * vd);  // [accepted tokens][value_dim]
+      for (int k = 0; k < calls; ++k) {
+        // The call's tokens: token k of every row that accepted more than k
+        // (token by token), or every accepted token (one call).
+        m_h_pre_offsets(0) = 0;
+        for (int b = 0; b < m_batch; ++b) {
+          const std::uint32_t p0 = token_by_token ? std::uint32_t(k) : 0u;
+          const std::uint32_t n =
+              token_by_token ? (std::uint32_t(k) < accepted(b) ? 1u : 0u) : accepted(b);
+          for (std::uint32_t p = 0; p < n; ++p) {
+            m_h_pre_source(m_h_pre_offsets(b) + p) = offsets(b) + p0 + p;
+          }
+          m_h_pre_offsets(b + 1) = m_h_pre_offsets(b) + n;
+        }
+        Kokkos::deep_copy(m_pre_offsets, m_h_pre_offsets);
+        Kokkos::deep_copy(m_pre_source, m_h_pre_source);
+        const int tokens = int(m_h_pre_offsets(m_batch));
+        const auto rows = std::make_pair(0, tokens);
+        const auto post = Kokkos::subview(m_replay_post, rows, Kokkos::ALL);
+        gather_tokens(space, l, inputs, m_pre_source, tokens, m_pre_qkv, m_pre_a, m_pre_b);
+        gdn::conv1d_fwd(
+            space, m_cfg,
+            model.conv_inputs(l, Kokkos::subview(m_pre_qkv, rows, Kokkos::ALL), m_pre_offsets),
+            slots, m_conv_snapshot, post);
+        gdn::recurrence_fwd(
+            space, m_cfg,
+            model.gate_inputs(l, post, Kokkos::subview(m_pre_a, rows, Kokkos::ALL),
+                              Kokkos::subview(m_pre_b, rows, Kokkos::ALL), m_pre_offsets),
+            slots, m_snapshot, Kokkos::subview(m_replay_out, rows, Kokkos::ALL));
+        space.fence();
+        auto h_call = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), m_replay_out);
+        for (int b = 0; b < m_batch; ++b) {
+          const std::uint32_t p0 = token_by_token ? std::uint32_t(k) : 0u;
+          for (std::uint32_t q = m_h_pre_offsets(b); q < m_h_pre_offsets(b + 1); ++q) {
+            const std::size_t p = p0 + (q - m_h_pre_offsets(b));
+            std::memcpy(&replay_out[(replay_first[b] + p) * vd], &h_call(q, 0), out_bytes);
+          }
+        }
+      }
 
       auto h_out = Kokkos::create_mirror_view_and_copy(
           Kokkos::HostSpace(), Kokkos::subview(out, l, Kokkos::ALL, Kokkos::ALL));
-      auto h_replay_out = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), m_replay_out);
       for (int b = 0; b < m_batch && !bad.found; ++b) {
         const std::uint32_t row = state_rows[std::size_t(l) * m_batch + b];
         char line[512];
@@ -194,16 +226,15 @@ class ReplayCheck {
           }
         }
         for (std::uint32_t p = 0; p < accepted(b); ++p) {
-          const std::size_t t_verify = offsets(b) + p, t_replay = m_h_pre_offsets(b) + p;
-          const std::size_t od =
-              first_difference(&h_out(t_verify, 0), &h_replay_out(t_replay, 0), out_bytes);
+          const std::size_t t_verify = offsets(b) + p, t_replay = replay_first[b] + p;
+          const Act* const replayed = &replay_out[t_replay * vd];
+          const std::size_t od = first_difference(&h_out(t_verify, 0), replayed, out_bytes);
           if (od == out_bytes) continue;
           const std::size_t j = od / sizeof(Act);
           std::snprintf(line, sizeof line,
                         "  verify output of accepted token %u != replay: channel %zu, "
                         "verify %.9g, replay %.9g\n",
-                        p, j, double(as_float(h_out(t_verify, j))),
-                        double(as_float(h_replay_out(t_replay, j))));
+                        p, j, double(as_float(h_out(t_verify, j))), double(as_float(replayed[j])));
           bad = Mismatch{true, l, b, line};
           break;
         }

@@ -54,9 +54,12 @@ graph of a fixed batch size fill their unused rows: a row whose
 ``state_slots``, ``ring_slots`` or fold table entry (``state_rows[l, b]``,
 ``ring_rows[l, b]``) is -1 is skipped whatever its length (its state, ring,
 conv state and ``out`` rows are neither read nor written, the other rows get
-the bits of the call without it). Any other negative value is an out-of-range
-index, caught only by the index checking mode (``set_index_checking(True)``
-or ``GDN_CHECK_INDICES=1``), like any other.
+the bits of the call without it). Any other index outside its pool (a
+negative one included) is rejected with a named error by the index checking
+mode (``set_index_checking(True)`` or ``GDN_CHECK_INDICES=1``); with the mode
+off the kernels skip such a row like a padding row and count it:
+``skipped_rows("cpu")`` or ``skipped_rows("cuda")`` returns the count (and
+``reset=True`` clears it).
 
 Errors: a wrong dtype, or an object that does not speak DLPack, raises
 ``TypeError``; a wrong rank, device, or layout raises ``ValueError``; what the
@@ -77,6 +80,7 @@ from ._gdn import (  # noqa: F401  (re-exported)
     pad_slot,
     ring_record_elements,
     set_index_checking,
+    skipped_rows,
 )
 
 __version__ = _gdn.__version__
@@ -103,6 +107,7 @@ __all__ = [
     "recurrence_verify_ring_gates",
     "ring_record_elements",
     "set_index_checking",
+    "skipped_rows",
     "state_flush",
     "state_fold",
 ]

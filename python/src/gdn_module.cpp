@@ -159,6 +159,39 @@ PYBIND11_MODULE(_gdn, m) {
   m.def("set_index_checking", &gdn::set_index_checking, py::arg("enabled"),
         "Turn gdn's index checking mode on or off (validates slots, offsets and tables; fences).");
   m.def("index_checking_enabled", &gdn::index_checking_enabled);
+  m.def(
+      "skipped_rows",
+      [](const std::string& device, bool reset) {
+        // The count of the memory space of `device`'s tensors ("cpu" or "cuda"); waits for
+        // the calls enqueued before (the host space, or the whole CUDA device).
+        const auto run = [&](const auto& space) {
+          const unsigned long long n = gdn::skipped_rows(space);
+          if (reset) gdn::reset_skipped_rows(space);
+          space.fence();
+          return n;
+        };
+        if (device == "cpu") {
+          ensure_kokkos(-1);
+          return run(HostExec());
+        }
+#if defined(KOKKOS_ENABLE_CUDA)
+        if (device == "cuda") {
+          ensure_kokkos(0);
+          return run(Kokkos::Cuda());
+        }
+#endif
+#if defined(KOKKOS_ENABLE_CUDA)
+        const std::string devices = "'cpu' or 'cuda'";
+#else
+        const std::string devices = "'cpu' (a build without CUDA)";
+#endif
+        throw py::value_error("gdn.skipped_rows: device must be " + devices + ", got '" + device +
+                              "'");
+      },
+      py::arg("device") = "cpu", py::arg("reset") = false,
+      "Rows that gdn's calls on tensors of `device` skipped because an index lay outside its "
+      "pool (or a row outside qkv), since the first call or the last reset; padding rows are "
+      "not counted. reset=True also sets the count to 0.");
   m.def("prepare_stream", &prepare_stream, py::arg("stream"));
   m.def(
       "kokkos_initialized_here", [] { return runtime().initialized_here; },

@@ -11,7 +11,6 @@
 #include <gdn/lazy_commit.hpp>
 #include <gdn/recurrence_fwd.hpp>
 #include <gdn/verify_ring.hpp>
-#include <gdn/workspace.hpp>
 
 #include <Kokkos_Core.hpp>
 

@@ -171,3 +171,34 @@ def test_checking_rejects_other_negative_and_large_indices(device):
                          state_rows=p.idx([[PAD, 4, -2, 2]]))
     finally:
         gdn.set_index_checking(False)
+
+
+def test_out_of_range_indices_are_skipped_and_counted(device):
+    """With the checking mode off, a state slot past the pool (7 for a pool of 3 rows), a
+    negative one and a ring slot past the ring neither crash nor write: the other rows get the
+    bits of the call without those rows, the pools' other rows are untouched, and
+    gdn.skipped_rows counts each skipped row once."""
+    p = Problem(device, lengths=(2, 3, 1, 4), seed=17)
+    a, v, f = fwd_args(p), verify_args(p), fold_args(p)
+    kind = "cuda" if device.startswith("cuda") else "cpu"
+    gdn.skipped_rows(kind, reset=True)
+    for bad in (7, -2):
+        s_bad = a["state"].clone()
+        o_bad = torch.full_like(a["out"], float("nan"))
+        gdn.recurrence_fwd(**dict(a, state_slots=p.idx([0, bad, 2, 1]), state=s_bad, out=o_bad))
+        # The same call with the bad row made a padding row: the bits to expect.
+        s_pad = a["state"].clone()
+        o_pad = torch.full_like(a["out"], float("nan"))
+        gdn.recurrence_fwd(**dict(a, state_slots=p.idx([0, PAD, 2, 1]), state=s_pad, out=o_pad))
+        sync(device)
+        assert bits_equal(s_bad, s_pad) and bits_equal(o_bad, o_pad)
+    assert gdn.skipped_rows(kind) == 2
+    ring = v["ring"].clone()
+    gdn.recurrence_verify_ring(**dict(v, ring_slots=p.idx([0, 1, ring.shape[0] + 5, 3]),
+                                      ring=ring))
+    assert gdn.skipped_rows(kind, reset=True) == 3
+    assert gdn.skipped_rows(kind) == 0
+    gdn.state_fold(**dict(f, state_rows=p.idx([[0, 1, 2, 99]])))
+    assert gdn.skipped_rows(kind) == 1
+    with pytest.raises(ValueError, match="device"):
+        gdn.skipped_rows("tpu")
