@@ -343,17 +343,17 @@ struct Case {
   double conv_state_row_bytes() const { return conv_dim() * (kConvWidth - 1) * act_bytes(); }
 
   std::string name() const {
-    const char* k = kernel == Kernel::Fwd           ? "fwd"
-                    : kernel == Kernel::Prefill     ? "prefill"
-                    : kernel == Kernel::Verify      ? "verify"
-                    : kernel == Kernel::Fold        ? "fold"
-                    : kernel == Kernel::ConvFwd     ? "conv_fwd"
-                    : kernel == Kernel::ConvVerify  ? "conv_verify"
-                    : kernel == Kernel::Step        ? "step"
-                                                    : "conv_prefill";
+    const char* k = kernel == Kernel::Fwd          ? "fwd"
+                    : kernel == Kernel::Prefill    ? "prefill"
+                    : kernel == Kernel::Verify     ? "verify"
+                    : kernel == Kernel::Fold       ? "fold"
+                    : kernel == Kernel::ConvFwd    ? "conv_fwd"
+                    : kernel == Kernel::ConvVerify ? "conv_verify"
+                    : kernel == Kernel::Step       ? "step"
+                                                   : "conv_prefill";
     if (conv()) {
-      std::string n = std::string(k) + "/D" + std::to_string(dim) +
-                      "/act:" + (bf16_state ? "bf16" : "float");
+      std::string n =
+          std::string(k) + "/D" + std::to_string(dim) + "/act:" + (bf16_state ? "bf16" : "float");
       return n + "/B:" + std::to_string(batch) + "/T:" + std::to_string(window);
     }
     std::string n =
@@ -780,8 +780,8 @@ void run_conv(benchmark::State& st, const Case& c, const Settings& s) {
   Kokkos::View<A**, Kokkos::LayoutRight, Mem> out;
   Act qkv(no_init("gdn_bench::conv_qkv"), tokens, C);  // [tokens, conv_dim]
   fill_uniform(qkv.data(), qkv.size(), -1.0f, 1.0f, 53);
-  out = decltype(out)(no_init("gdn_bench::conv_out"), tokens, C);  // [tokens, conv_dim]
-  fill_uniform(out.data(), out.size(), -1.0f, 1.0f, 54);           // first touch
+  out = decltype(out)(no_init("gdn_bench::conv_out"), tokens, C);   // [tokens, conv_dim]
+  fill_uniform(out.data(), out.size(), -1.0f, 1.0f, 54);            // first touch
   Matrix weight(no_init("gdn_bench::conv_weight"), C, kConvWidth);  // [conv_dim, W]
   fill_uniform(weight.data(), weight.size(), -0.5f, 0.5f, 55);
   Kokkos::View<float*, Mem> bias(no_init("gdn_bench::conv_bias"), C);  // [conv_dim]
@@ -798,8 +798,8 @@ void run_conv(benchmark::State& st, const Case& c, const Settings& s) {
   space.fence();
   for (auto _ : st) {
     if (c.kernel == Kernel::ConvVerify) {
-      t = time_calls(s,
-                     [&] { gdn::conv1d_verify_ring(space, cfg, in, slots, state, out, slots, ring); });
+      t = time_calls(
+          s, [&] { gdn::conv1d_verify_ring(space, cfg, in, slots, state, out, slots, ring); });
     } else {
       t = time_calls(s, [&] { gdn::conv1d_fwd(space, cfg, in, slots, state, out); });
     }

@@ -139,7 +139,7 @@ ConvCase make_case(const gdn::HeadConfig& cfg, int width, const std::vector<int>
 // Tokens first[b] .. first[b] + count[b] - 1 (indices into cc's tokens) as row b of a case
 // of its own.
 inline ConvCase sub_case(const ConvCase& cc, const std::vector<std::uint32_t>& first,
-                  const std::vector<std::uint32_t>& count) {
+                         const std::vector<std::uint32_t>& count) {
   ConvCase r = cc;
   r.offsets.assign(1, 0);
   r.x.clear();

@@ -89,8 +89,7 @@ CycleResult run_cycle(const CycleSpec& cs) {
   {
     auto h = Kokkos::create_mirror(ring);
     Kokkos::deep_copy(h, ring);
-    const gdn::RingLayout lay{cs.cfg.key_head_dim, cs.cfg.value_head_dim,
-                                            cs.cfg.group_size()};
+    const gdn::RingLayout lay{cs.cfg.key_head_dim, cs.cfg.value_head_dim, cs.cfg.group_size()};
     std::vector<int> owner(ring_total, -1);
     for (int b = 0; b < B; ++b) owner[rslots[b]] = b;
     const int C = int(cs.cfg.conv_dim());

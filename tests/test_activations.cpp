@@ -299,7 +299,9 @@ void split_anywhere(Form form) {
   EXPECT_TRUE(same_bits(floats_2d(out_one), out_split)) << "outputs";
 }
 
-TEST(Activations, Bf16ForwardSplitAnywhereIsBitIdentical) { split_anywhere<gdn::bf16>(Form::Given); }
+TEST(Activations, Bf16ForwardSplitAnywhereIsBitIdentical) {
+  split_anywhere<gdn::bf16>(Form::Given);
+}
 TEST(Gates, ForwardSplitAnywhereIsBitIdentical) {
   split_anywhere<float>(Form::Gates);
   split_anywhere<gdn::bf16>(Form::Gates);

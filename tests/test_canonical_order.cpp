@@ -97,9 +97,9 @@ void check_against_spec(const gdn::HeadConfig& cfg, const std::vector<int>& lens
   int max_len = 1;
   for (int l : lens) max_len = std::max(max_len, l);
   auto S_v = make_state<float>(B, cfg, seed + 1);
-  auto ring = make_ring<float>(B, cfg, max_len,
-                               int(gdn::ring_record_elements(cfg.key_head_dim, cfg.value_head_dim,
-                                                             cfg.group_size())));
+  auto ring = make_ring<float>(
+      B, cfg, max_len,
+      int(gdn::ring_record_elements(cfg.key_head_dim, cfg.value_head_dim, cfg.group_size())));
   Strided2D out_v = make_out(p);
   gdn::recurrence_verify_ring(space, cfg, d.in, to_device(iota_u32(B)), S_v, out_v.view,
                               to_device(iota_u32(B)), ring);

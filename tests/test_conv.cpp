@@ -261,7 +261,6 @@ TEST(Conv, StridedInputsAndOutputsSameBits) {
   }
 }
 
-
 // ---------------------------------------------------------------------------
 TEST(ConvEdges, EmptyBatchAndEmptyRows) {
   const ExecSpace space;

@@ -161,8 +161,7 @@ class ConvRejects : public ::testing::TestWithParam<ConvBadCase> {};
 
 TEST_P(ConvRejects, ThrowsNamesArgumentAndChangesNothing) { expect_rejected(GetParam()); }
 
-INSTANTIATE_TEST_SUITE_P(BadInput, ConvRejects, ::testing::ValuesIn(conv_cases()),
-                         BadCaseName());
+INSTANTIATE_TEST_SUITE_P(BadInput, ConvRejects, ::testing::ValuesIn(conv_cases()), BadCaseName());
 
 // The valid setup passes with and without checking (so the cases above fail for their reason).
 TEST(ConvChecking, ValidCallsPass) { expect_valid_calls_pass<ConvSetup>(); }

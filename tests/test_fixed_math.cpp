@@ -31,7 +31,7 @@ constexpr float kInf = std::numeric_limits<float>::infinity();
 std::vector<std::uint32_t> sweep_inputs() {
   std::vector<std::uint32_t> in;
   for (std::uint64_t b = 0; b < (std::uint64_t(1) << 32); b += 997) in.push_back(std::uint32_t(b));
-  const float edges[] = {0x1.62e42ep+6f, -104.0f,          -0x1.9fe368p+6f, -0x1.5d58a0p+6f, 0.0f,
+  const float edges[] = {0x1.62e42ep+6f, -104.0f,         -0x1.9fe368p+6f, -0x1.5d58a0p+6f, 0.0f,
                          -1.0f,          -0x1.2bec34p-2f, 0x1.a8279ap-2f,  0x1.6a09e6p+24f, 2.0f};
   for (float e : edges)
     for (std::uint32_t sign : {0u, 0x80000000u}) {

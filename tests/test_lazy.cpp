@@ -21,9 +21,7 @@ using LedgerView = Kokkos::View<std::uint32_t**, Kokkos::LayoutRight, Mem>;
 /// Sets the index checking mode for a scope.
 class Checking {
  public:
-  explicit Checking(bool on) : m_old(gdn::index_checking_enabled()) {
-    gdn::set_index_checking(on);
-  }
+  explicit Checking(bool on) : m_old(gdn::index_checking_enabled()) { gdn::set_index_checking(on); }
   ~Checking() { gdn::set_index_checking(m_old); }
 
  private:
@@ -57,7 +55,7 @@ std::vector<unsigned char> row_bytes(const std::vector<unsigned char>& all, cons
 
 struct LazySpec {
   gdn::HeadConfig cfg;
-  int batch = 5;      // rows per step; the last is a padding row
+  int batch = 5;  // rows per step; the last is a padding row
   int layers = 2;
   int window = 4;     // longest drafted window: the eager ring's RING_LEN
   int capacity = 10;  // the history's records
@@ -85,16 +83,15 @@ void lazy_matches_eager(const LazySpec& ls) {
   const Table d_srow = to_device(Ly, B, srow), d_rrow = to_device(Ly, B, rrow);
   std::vector<Index> layer_slots, layer_rows;
   for (int l = 0; l < Ly; ++l) {
-    layer_slots.push_back(to_device(
-        std::vector<std::uint32_t>(srow.begin() + l * B, srow.begin() + (l + 1) * B)));
-    layer_rows.push_back(to_device(
-        std::vector<std::uint32_t>(rrow.begin() + l * B, rrow.begin() + (l + 1) * B)));
+    layer_slots.push_back(
+        to_device(std::vector<std::uint32_t>(srow.begin() + l * B, srow.begin() + (l + 1) * B)));
+    layer_rows.push_back(
+        to_device(std::vector<std::uint32_t>(rrow.begin() + l * B, rrow.begin() + (l + 1) * B)));
   }
-  const int stride = int(gdn::ring_record_elements(cfg.key_head_dim, cfg.value_head_dim,
-                                                   cfg.group_size())) +
-                     2;
-  const int rec = int(gdn::ring_record_elements(cfg.key_head_dim, cfg.value_head_dim,
-                                                cfg.group_size()));
+  const int stride =
+      int(gdn::ring_record_elements(cfg.key_head_dim, cfg.value_head_dim, cfg.group_size())) + 2;
+  const int rec =
+      int(gdn::ring_record_elements(cfg.key_head_dim, cfg.value_head_dim, cfg.group_size()));
   auto Se = make_state<StateT>(slots_total, cfg, ls.seed + 3);
   auto Sl = clone(Se);
   const auto ring = make_ring<RingT>(rows_total, cfg, W, stride);
@@ -102,8 +99,8 @@ void lazy_matches_eager(const LazySpec& ls) {
   // The conv pools (empty without the conv): conv states, the eager conv ring, the history.
   const bool conv = ls.conv_width > 0;
   const int C = int(cfg.conv_dim());
-  auto CSe = make_conv_state<ConvT>(conv ? slots_total : 0, C, conv ? ls.conv_width : 2,
-                                    ls.seed + 5);
+  auto CSe =
+      make_conv_state<ConvT>(conv ? slots_total : 0, C, conv ? ls.conv_width : 2, ls.seed + 5);
   auto CSl = clone3(CSe);
   const auto conv_ring = make_conv_ring<ConvT>(conv ? rows_total : 0, W, C);
   const auto conv_hist = make_conv_ring<ConvT>(conv ? rows_total : 0, H, C);
@@ -118,10 +115,9 @@ void lazy_matches_eager(const LazySpec& ls) {
     std::vector<int> lens(B);
     for (int b = 0; b < B; ++b) {
       const double r = coin(rng);
-      lens[b] = r < 0.1 ? 0
-                : r < 0.1 + ls.long_prob
-                    ? H + 1 + int(rng() % 3)
-                    : 1 + int(rng() % std::uint64_t(W));
+      lens[b] = r < 0.1                  ? 0
+                : r < 0.1 + ls.long_prob ? H + 1 + int(rng() % 3)
+                                         : 1 + int(rng() % std::uint64_t(W));
     }
     for (int l = 0; l < Ly; ++l) {
       const Problem p = make_problem(cfg, lens, ls.seed * 7919 + std::uint64_t(step * Ly + l));
@@ -134,10 +130,10 @@ void lazy_matches_eager(const LazySpec& ls) {
         const DevConv<ConvT> dc = upload_conv<ConvT>(cc);
         Arr2<float> co_e = make_arr<float>(cc.tokens(), C, Layout::Dense, nullptr);
         Arr2<float> co_l = make_arr<float>(cc.tokens(), C, Layout::Dense, nullptr);
-        gdn::conv1d_verify_ring(space, cfg, dc.in, layer_slots[l], CSe, co_e.view,
-                                layer_rows[l], conv_ring);
-        gdn::conv1d_verify_lazy(space, cfg, dc.in, layer_slots[l], CSl, co_l.view,
-                                layer_rows[l], conv_hist, lazy);
+        gdn::conv1d_verify_ring(space, cfg, dc.in, layer_slots[l], CSe, co_e.view, layer_rows[l],
+                                conv_ring);
+        gdn::conv1d_verify_lazy(space, cfg, dc.in, layer_slots[l], CSl, co_l.view, layer_rows[l],
+                                conv_hist, lazy);
         space.fence();
         fail_once(same_bits(read_arr(co_e), read_arr(co_l)), at + ": conv outputs differ");
         const auto cre = bytes_of(conv_ring), crl = bytes_of(conv_hist);
@@ -157,17 +153,17 @@ void lazy_matches_eager(const LazySpec& ls) {
           }
           if (L > W) continue;
           const int base = c + L > H ? 0 : c;
-          const bool same = std::memcmp(cre.data() + r * row_e,
-                                        crl.data() + r * row_l + std::size_t(base) * C *
-                                                                   sizeof(ConvT),
-                                        std::size_t(L) * C * sizeof(ConvT)) == 0;
+          const bool same =
+              std::memcmp(cre.data() + r * row_e,
+                          crl.data() + r * row_l + std::size_t(base) * C * sizeof(ConvT),
+                          std::size_t(L) * C * sizeof(ConvT)) == 0;
           fail_once(same, at + ", row " + std::to_string(b) + ": conv records differ");
         }
       }
-      gdn::recurrence_verify_ring(space, cfg, din.in, layer_slots[l], Se, out_e.view,
-                                  layer_rows[l], ring);
-      gdn::recurrence_verify_lazy(space, cfg, din.in, layer_slots[l], Sl, out_l.view,
-                                  layer_rows[l], lazy);
+      gdn::recurrence_verify_ring(space, cfg, din.in, layer_slots[l], Se, out_e.view, layer_rows[l],
+                                  ring);
+      gdn::recurrence_verify_lazy(space, cfg, din.in, layer_slots[l], Sl, out_l.view, layer_rows[l],
+                                  lazy);
       space.fence();
       fail_once(same_bits(read_2d(out_e), read_2d(out_l)), at + ": outputs differ");
       const auto re = bytes_of(ring), rl = bytes_of(lazy.history);
@@ -191,12 +187,11 @@ void lazy_matches_eager(const LazySpec& ls) {
             const std::size_t e0 = ((std::size_t(r) * cfg.num_key_heads + kh) * W + pos) * stride;
             const std::size_t l0 =
                 ((std::size_t(r) * cfg.num_key_heads + kh) * H + base + pos) * stride;
-            const bool same = std::memcmp(re.data() + e0 * sizeof(RingT),
-                                          rl.data() + l0 * sizeof(RingT),
-                                          std::size_t(rec) * sizeof(RingT)) == 0;
-            fail_once(same, at + ", row " + std::to_string(b) + ", key head " +
-                                std::to_string(kh) + ", position " + std::to_string(pos) +
-                                ": records differ");
+            const bool same =
+                std::memcmp(re.data() + e0 * sizeof(RingT), rl.data() + l0 * sizeof(RingT),
+                            std::size_t(rec) * sizeof(RingT)) == 0;
+            fail_once(same, at + ", row " + std::to_string(b) + ", key head " + std::to_string(kh) +
+                                ", position " + std::to_string(pos) + ": records differ");
           }
       }
     }
@@ -238,12 +233,12 @@ void lazy_matches_eager(const LazySpec& ls) {
         if (fs[e] == gdn::pad_slot) continue;
         ++committed_rows;
         fail_once(same_bytes(row_bytes(se, Se, fs[e]), row_bytes(sl, Sl, fs[e])),
-                  "step " + std::to_string(step) + ": flushed pool row " +
-                      std::to_string(fs[e]) + " differs from the eager state");
-        fail_once(!conv || std::memcmp(cse.data() + fs[e] * crow, csl.data() + fs[e] * crow,
-                                       crow) == 0,
-                  "step " + std::to_string(step) + ": flushed conv state row " +
-                      std::to_string(fs[e]) + " differs from the eager one");
+                  "step " + std::to_string(step) + ": flushed pool row " + std::to_string(fs[e]) +
+                      " differs from the eager state");
+        fail_once(
+            !conv || std::memcmp(cse.data() + fs[e] * crow, csl.data() + fs[e] * crow, crow) == 0,
+            "step " + std::to_string(step) + ": flushed conv state row " + std::to_string(fs[e]) +
+                " differs from the eager one");
         fail_once(led[fr[e] * lazy.ledger.extent(1)] == 0,
                   "a flushed ledger row still has pending records");
       }
@@ -285,10 +280,10 @@ TEST(LazyCommit, Bf16HistoryMatchesTheBf16EagerRing) {
   lazy_matches_eager<float, gdn::bf16>(ls);
 }
 
-// Windows longer than the kernel's staging pass of 16 tokens (records written by two passes, the history
-// advanced over more than one staging batch), head dim 128, G = 1, and rows longer
-// than the capacity, which both flows commit (index checking off: with it they are an
-// error of the lazy verify).
+// Windows longer than the kernel's staging pass of 16 tokens (records written by two passes, the
+// history advanced over more than one staging batch), head dim 128, G = 1, and rows longer than the
+// capacity, which both flows commit (index checking off: with it they are an error of the lazy
+// verify).
 TEST(LazyCommit, LongWindowsAndCommittingRowsMatchEager) {
   const Checking off(false);
   LazySpec ls;
@@ -436,9 +431,9 @@ struct LazySetup {
             [this] { flush(); }};
   }
   std::vector<std::pair<std::string, std::vector<unsigned char>>> buffers() const {
-    return {{"state", bytes_of(state)},       {"history", bytes_of(lazy.history)},
+    return {{"state", bytes_of(state)},        {"history", bytes_of(lazy.history)},
             {"ledger", bytes_of(lazy.ledger)}, {"out", bytes_of(out.buf)},
-            {"conv state", bytes_of(cstate)}, {"conv history", bytes_of(chist)},
+            {"conv state", bytes_of(cstate)},  {"conv history", bytes_of(chist)},
             {"conv out", bytes_of(cout.buf)}};
   }
   /// The setup's history with a ledger of its own whose row 1 holds `pending` records.
@@ -536,7 +531,8 @@ TEST(LazyChecking, MessagesGiveTheNumbers) {
     gdn::recurrence_verify_lazy(s.space, s.cfg, s.d.in, s.slots, s.state, s.out.view, s.rslots, r);
   });
   EXPECT_NE(e.find(">= 2"), std::string::npos) << e;
-  e = error_of([&] { gdn::lazy_accept(s.space, to_device(1, 1, {1}), s.with_pending(5), to_device({1})); });
+  e = error_of(
+      [&] { gdn::lazy_accept(s.space, to_device(1, 1, {1}), s.with_pending(5), to_device({1})); });
   EXPECT_NE(e.find("lazy.ledger(1, 0) = 5"), std::string::npos) << e;
   e = error_of([&] {
     gdn::recurrence_verify_lazy(s.space, s.cfg, s.d.in, s.slots, s.state, s.out.view,

@@ -1,9 +1,9 @@
 // Padding rows (gdn::pad_slot, docs/design.md section 3): a row whose state slot, ring slot or fold
 // table entry is gdn::pad_slot is skipped. Each test runs a batch with padding rows interleaved
-// (first, in the middle, last; empty and with tokens, shorter and longer than a staging pass of 16 tokens and than
-// RING_LEN) and the same call without them, and compares byte for byte: every pool (state,
-// ring, conv state, conv ring) equal to the call without the padding rows, the real rows' `out`
-// equal, the padding rows' `out` still the poison it was filled with. The padding rows' other
+// (first, in the middle, last; empty and with tokens, shorter and longer than a staging pass of 16
+// tokens and than RING_LEN) and the same call without them, and compares byte for byte: every pool
+// (state, ring, conv state, conv ring) equal to the call without the padding rows, the real rows'
+// `out` equal, the padding rows' `out` still the poison it was filled with. The padding rows' other
 // index points at a row that would change if the row were not skipped. Each padded call runs
 // with the index checking mode off and on (it accepts the sentinel).
 #include "test_support.hpp"
@@ -470,8 +470,8 @@ void conv_skips_padding(const std::vector<Row>& rows, bool verify, std::uint64_t
     gdn::reset_skipped_rows(space);
     {
       const Checking guard(checking);
-      padded = call(x, off, with_bad(slots_of(rows), bad), with_bad(ring_rows_of(rows), bad), Ca,
-                    Ra);
+      padded =
+          call(x, off, with_bad(slots_of(rows), bad), with_bad(ring_rows_of(rows), bad), Ca, Ra);
     }
     EXPECT_EQ(gdn::skipped_rows(space), bad == kPad ? 0u : skipped) << "gdn::skipped_rows";
     EXPECT_TRUE(same_bytes(bytes_of(Ca), bytes_of(Cb))) << "conv state pool";

@@ -95,7 +95,8 @@ void speculative_equals_plain(Flow flow, bool plain_per_token, std::uint64_t see
         gdn::recurrence_fwd(space, cfg, d1.in, slots, S_plain, o1.view);
         const std::vector<float> h1 = read_2d(o1);
         for (int b = 0; b < B; ++b)
-          if (count[b] == 1) want[b].emplace_back(&h1[one.offsets[b] * VD], &h1[(one.offsets[b] + 1) * VD]);
+          if (count[b] == 1)
+            want[b].emplace_back(&h1[one.offsets[b] * VD], &h1[(one.offsets[b] + 1) * VD]);
       }
     } else {
       const DeviceInputs da = upload(acc);
@@ -205,7 +206,8 @@ TEST(Forward, AllocatesNothing) {
   auto S = make_state<float>(3, cfg, 432);
   const DeviceInputs d = upload(p);
   Strided2D out = make_out(p);
-  (void)gdn::skipped_rows(space);  // the memory space's skip counter exists (the first call makes it)
+  (void)gdn::skipped_rows(
+      space);  // the memory space's skip counter exists (the first call makes it)
   Kokkos::Tools::Experimental::set_allocate_data_callback(count_allocation);
   g_allocations = 0;
   gdn::recurrence_fwd(space, cfg, d.in, slots, S, out.view);

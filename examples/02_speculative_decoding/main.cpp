@@ -250,13 +250,13 @@ int simulate(const Options& o) {
       if (o.eager) {
         gdn::conv1d_verify_ring(space, cfg, conv_in, state_rows.per_layer[l], conv_state, post,
                                 ring_rows.per_layer[l], conv_ring);
-        gdn::recurrence_verify_ring(space, cfg, gate_in, state_rows.per_layer[l], state,
-                                    layer_out, ring_rows.per_layer[l], ring);
+        gdn::recurrence_verify_ring(space, cfg, gate_in, state_rows.per_layer[l], state, layer_out,
+                                    ring_rows.per_layer[l], ring);
       } else {  // the conv first: the recurrent verify clears the ledger rows it commits
         gdn::conv1d_verify_lazy(space, cfg, conv_in, state_rows.per_layer[l], conv_state, post,
                                 ring_rows.per_layer[l], conv_history, lazy);
-        gdn::recurrence_verify_lazy(space, cfg, gate_in, state_rows.per_layer[l], state,
-                                    layer_out, ring_rows.per_layer[l], lazy);
+        gdn::recurrence_verify_lazy(space, cfg, gate_in, state_rows.per_layer[l], state, layer_out,
+                                    ring_rows.per_layer[l], lazy);
       }
     }
     space.fence();
@@ -315,8 +315,7 @@ int simulate(const Options& o) {
           "exact so far\n",
           int(std::to_string(o.steps).size()), step + 1, o.steps, totals.accepted, totals.drafted,
           1e3 * totals.verify_s / totals.steps, o.eager ? "fold" : "accept",
-          1e3 * totals.fold_s / totals.steps,
-          busy > 0 ? double(totals.accepted) / busy : 0.0);
+          1e3 * totals.fold_s / totals.steps, busy > 0 ? double(totals.accepted) / busy : 0.0);
       std::fflush(stdout);
     }
   }

@@ -47,7 +47,8 @@ inline void print_help(const char* program) {
       "token, ring records instead of a state write-back). It then draws how many tokens were\n"
       "accepted and commits that prefix of the recurrent and conv states of all layers with one\n"
       "gdn::state_fold call; the next step continues from the committed states. That is the\n"
-      "eager flow (--eager); by default the demo runs the lazy flow instead: gdn::conv1d_verify_lazy\n"
+      "eager flow (--eager); by default the demo runs the lazy flow instead: "
+      "gdn::conv1d_verify_lazy\n"
       "and gdn::recurrence_verify_lazy fold each sequence's pending accepted tokens in registers\n"
       "before its window, one gdn::lazy_accept per step takes the accepted prefixes (no fold),\n"
       "and a state is written only when its history fills up. Each step a\n"
@@ -213,9 +214,8 @@ inline ParseResult parse_options(int argc, char* argv[], Options& o, std::string
     if (!inline_value) ++i;  // the value was the next argument
   }
   if (o.capacity > 0 && o.capacity < o.window) {
-    message = "option --capacity: expected an integer in [--window = " +
-              std::to_string(o.window) + ", 2^20] (a history holds a window), got " +
-              std::to_string(o.capacity);
+    message = "option --capacity: expected an integer in [--window = " + std::to_string(o.window) +
+              ", 2^20] (a history holds a window), got " + std::to_string(o.capacity);
     return ParseResult::error;
   }
   if (o.check_layers > o.layers) {

@@ -44,10 +44,11 @@ template <class ExecSpace>
 unsigned long long skipped_rows(const ExecSpace& space) {
   const auto counter = Impl::skip_counter<typename ExecSpace::memory_space>();
   unsigned long long n = 0;
-  Kokkos::deep_copy(space,
-                    Kokkos::View<unsigned long long, Kokkos::HostSpace,
-                                 Kokkos::MemoryTraits<Kokkos::Unmanaged>>(&n),
-                    counter);
+  Kokkos::deep_copy(
+      space,
+      Kokkos::View<unsigned long long, Kokkos::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>(
+          &n),
+      counter);
   space.fence();
   return n;
 }

@@ -58,40 +58,41 @@ struct ConvOutTraits {
 /// The compile-time checks of a conv call (FN: its name): the execution
 /// space, the activation type, state_slots, the conv state and out.
 #define GDN_IMPL_CONV_STATIC_CHECKS(FN, ExecSpace, T, SlotsView, ConvStateView, OutView)          \
-  static_assert(Kokkos::is_execution_space<ExecSpace>::value,                                  \
-                FN ": the first argument must be a Kokkos execution space instance");          \
-  static_assert(Impl::IsStorageType<T>::value,                                                 \
-                FN ": inputs.qkv value type must be float or gdn::bf16");                      \
-  GDN_IMPL_STATIC_ASSERT_INDEX_VIEW(FN, "state_slots", 1, "[B]", ExecSpace, SlotsView);         \
+  static_assert(Kokkos::is_execution_space<ExecSpace>::value,                                     \
+                FN ": the first argument must be a Kokkos execution space instance");             \
+  static_assert(Impl::IsStorageType<T>::value,                                                    \
+                FN ": inputs.qkv value type must be float or gdn::bf16");                         \
+  GDN_IMPL_STATIC_ASSERT_INDEX_VIEW(FN, "state_slots", 1, "[B]", ExecSpace, SlotsView);           \
   static_assert(Kokkos::is_view<ConvStateView>::value, FN ": conv_state must be a Kokkos::View"); \
-  static_assert(Impl::ConvPoolTraits<ExecSpace, ConvStateView>::rank_ok,                       \
-                FN ": conv_state must have rank 3 [slots, conv_dim, W-1]");                    \
-  static_assert(std::is_same<typename ConvStateView::value_type, T>::value,                    \
-                FN ": conv_state value type must be that of inputs.qkv (non-const: a "         \
-                   "commit writes it)");                                                       \
-  static_assert(Impl::ConvPoolTraits<ExecSpace, ConvStateView>::layout_ok,                     \
-                FN ": conv_state must be LayoutRight (a dense pool)");                         \
-  static_assert(Impl::ConvPoolTraits<ExecSpace, ConvStateView>::space_ok,                      \
-                FN ": conv_state must live in ExecSpace::memory_space");                       \
-  static_assert(Kokkos::is_view<OutView>::value, FN ": out must be a Kokkos::View");            \
-  static_assert(Impl::ConvOutTraits<ExecSpace, OutView>::rank_ok,                              \
-                FN ": out must have rank 2 [tokens, conv_dim]");                               \
-  static_assert(Impl::ConvOutTraits<ExecSpace, OutView>::type_ok,                              \
-                FN ": out value type must be (non-const) float or gdn::bf16");                 \
-  static_assert(Impl::ConvOutTraits<ExecSpace, OutView>::space_ok,                             \
+  static_assert(Impl::ConvPoolTraits<ExecSpace, ConvStateView>::rank_ok,                          \
+                FN ": conv_state must have rank 3 [slots, conv_dim, W-1]");                       \
+  static_assert(std::is_same<typename ConvStateView::value_type, T>::value, FN                    \
+                ": conv_state value type must be that of inputs.qkv (non-const: a "               \
+                "commit writes it)");                                                             \
+  static_assert(Impl::ConvPoolTraits<ExecSpace, ConvStateView>::layout_ok,                        \
+                FN ": conv_state must be LayoutRight (a dense pool)");                            \
+  static_assert(Impl::ConvPoolTraits<ExecSpace, ConvStateView>::space_ok,                         \
+                FN ": conv_state must live in ExecSpace::memory_space");                          \
+  static_assert(Kokkos::is_view<OutView>::value, FN ": out must be a Kokkos::View");              \
+  static_assert(Impl::ConvOutTraits<ExecSpace, OutView>::rank_ok,                                 \
+                FN ": out must have rank 2 [tokens, conv_dim]");                                  \
+  static_assert(Impl::ConvOutTraits<ExecSpace, OutView>::type_ok,                                 \
+                FN ": out value type must be (non-const) float or gdn::bf16");                    \
+  static_assert(Impl::ConvOutTraits<ExecSpace, OutView>::space_ok,                                \
                 FN ": out must live in ExecSpace::memory_space")
 
 /// The compile-time checks of a conv verify (FN: its name; RING: the name of
 /// its ring argument): those of a conv call, ring_slots and the ring.
-#define GDN_IMPL_CONV_VERIFY_STATIC_CHECKS(FN, RING, ExecSpace, T, SlotsView, ConvStateView,      \
-                                           OutView, RingSlotsView, ConvRingView)                \
-  GDN_IMPL_CONV_STATIC_CHECKS(FN, ExecSpace, T, SlotsView, ConvStateView, OutView);             \
-  GDN_IMPL_STATIC_ASSERT_INDEX_VIEW(FN, "ring_slots", 1, "[B]", ExecSpace, RingSlotsView);      \
-  static_assert(Kokkos::is_view<ConvRingView>::value, FN ": " RING " must be a Kokkos::View");  \
+#define GDN_IMPL_CONV_VERIFY_STATIC_CHECKS(FN, RING, ExecSpace, T, SlotsView, ConvStateView,   \
+                                           OutView, RingSlotsView, ConvRingView)               \
+  GDN_IMPL_CONV_STATIC_CHECKS(FN, ExecSpace, T, SlotsView, ConvStateView, OutView);            \
+  GDN_IMPL_STATIC_ASSERT_INDEX_VIEW(FN, "ring_slots", 1, "[B]", ExecSpace, RingSlotsView);     \
+  static_assert(Kokkos::is_view<ConvRingView>::value, FN ": " RING " must be a Kokkos::View"); \
   static_assert(Impl::ConvPoolTraits<ExecSpace, ConvRingView>::rank_ok,                        \
                 FN ": " RING " must have rank 3 [ring_rows, positions, conv_dim]");            \
   static_assert(std::is_same<typename ConvRingView::value_type, T>::value,                     \
-                FN ": " RING " value type must be that of inputs.qkv (non-const: it is "       \
+                FN ": " RING                                                                   \
+                   " value type must be that of inputs.qkv (non-const: it is "                 \
                    "written)");                                                                \
   static_assert(Impl::ConvPoolTraits<ExecSpace, ConvRingView>::layout_ok,                      \
                 FN ": " RING " must be LayoutRight");                                          \
@@ -162,8 +163,9 @@ void conv1d_verify_ring(const ExecSpace& space, const HeadConfig& cfg,
                         const OutView& out, const RingSlotsView& ring_slots,
                         const ConvRingView& conv_ring) {
   using M = typename ExecSpace::memory_space;
-  GDN_IMPL_CONV_VERIFY_STATIC_CHECKS("gdn::conv1d_verify_ring", "conv_ring", ExecSpace, T, SlotsView,
-                                     ConvStateView, OutView, RingSlotsView, ConvRingView);
+  GDN_IMPL_CONV_VERIFY_STATIC_CHECKS("gdn::conv1d_verify_ring", "conv_ring", ExecSpace, T,
+                                     SlotsView, ConvStateView, OutView, RingSlotsView,
+                                     ConvRingView);
   Impl::ScopedRegion region("gdn::conv1d_verify_ring");
   using Y = typename Impl::ConvOutTraits<ExecSpace, OutView>::value_type;
   Impl::ConvLauncher<ExecSpace, T, Y>::verify(

@@ -70,15 +70,15 @@ namespace Impl {
 
 template <class ExecSpace, class Inputs, class SlotsView, class StateView, class OutView,
           class RingSlotsView, class RingT>
-void recurrence_verify_lazy_checked(
-    const ExecSpace& space, const HeadConfig& cfg, const Inputs& inputs,
-    const SlotsView& state_slots, const StateView& state, const OutView& out,
-    const RingSlotsView& ring_slots, const LazyRing<typename ExecSpace::memory_space, RingT>& lazy) {
+void recurrence_verify_lazy_checked(const ExecSpace& space, const HeadConfig& cfg,
+                                    const Inputs& inputs, const SlotsView& state_slots,
+                                    const StateView& state, const OutView& out,
+                                    const RingSlotsView& ring_slots,
+                                    const LazyRing<typename ExecSpace::memory_space, RingT>& lazy) {
   using M = typename ExecSpace::memory_space;
-  GDN_IMPL_STATIC_ASSERT_VERIFY_ARGS("gdn::recurrence_verify_lazy",
-                                     "may be written (a commit when a window does not fit)",
-                                     ExecSpace, Inputs, SlotsView, StateView, OutView,
-                                     RingSlotsView);
+  GDN_IMPL_STATIC_ASSERT_VERIFY_ARGS(
+      "gdn::recurrence_verify_lazy", "may be written (a commit when a window does not fit)",
+      ExecSpace, Inputs, SlotsView, StateView, OutView, RingSlotsView);
   using ActT = typename InputsTraits<ExecSpace, Inputs>::activation_type;
   using SP = PoolViewTraits<ExecSpace, StateView>;
   ScopedRegion region("gdn::recurrence_verify_lazy");
@@ -179,8 +179,8 @@ void conv1d_verify_lazy(const ExecSpace& space, const HeadConfig& cfg,
   using Y = typename Impl::ConvOutTraits<ExecSpace, OutView>::value_type;
   Impl::ConvLauncher<ExecSpace, T, Y>::verify_lazy(
       space, cfg, inputs, Impl::IndexView<M>(state_slots), Impl::ConvPool<T, M>(conv_state),
-      Impl::ConvOut<Y, M>(out), Impl::IndexView<M>(ring_slots),
-      Impl::ConvPool<T, M>(conv_history), lazy.history.extent(2), lazy.ledger);
+      Impl::ConvOut<Y, M>(out), Impl::IndexView<M>(ring_slots), Impl::ConvPool<T, M>(conv_history),
+      lazy.history.extent(2), lazy.ledger);
 }
 
 /// \brief Take the accepted prefix of the last lazy verify's windows, on the device.

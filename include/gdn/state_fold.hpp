@@ -44,17 +44,17 @@ void state_fold_impl(const ExecSpace& space, const HeadConfig& cfg, const StateR
   GDN_IMPL_STATIC_ASSERT_POOL_VIEW("gdn::state_fold", "state", "[slots, nv, Dk, Dv]", ExecSpace,
                                    StateView);
   GDN_IMPL_STATIC_ASSERT_WRITABLE("gdn::state_fold", "state", "is written", StateView);
-  GDN_IMPL_STATIC_ASSERT_POOL_VIEW("gdn::state_fold", "ring", "[ring_rows, nk, RING_LEN, record_stride]",
-                                   ExecSpace, RingView);
+  GDN_IMPL_STATIC_ASSERT_POOL_VIEW("gdn::state_fold", "ring",
+                                   "[ring_rows, nk, RING_LEN, record_stride]", ExecSpace, RingView);
   using SP = PoolViewTraits<ExecSpace, StateView>;
   using RP = PoolViewTraits<ExecSpace, RingView>;
   ScopedRegion region("gdn::state_fold");
   using StateT = typename SP::value_type;
   using RingT = typename RP::value_type;
   FoldLauncher<ExecSpace, StateT, RingT>::fold(
-      space, cfg, IndexTable<M>(state_rows), PoolView<StateT, M>(state),
-      IndexTable<M>(ring_rows), Kokkos::View<const RingT****, Kokkos::LayoutRight, M>(ring),
-      IndexView<M>(num_accepted), conv);
+      space, cfg, IndexTable<M>(state_rows), PoolView<StateT, M>(state), IndexTable<M>(ring_rows),
+      Kokkos::View<const RingT****, Kokkos::LayoutRight, M>(ring), IndexView<M>(num_accepted),
+      conv);
 }
 
 }  // namespace Impl

@@ -89,8 +89,7 @@ void with_inputs(const Call& c, const TokenArgs& t, const Arg& out, F&& f) {
 }
 
 /// Borrows the per-token arguments: (decay, beta) or (a, b, A_log, dt_bias).
-TokenArgs borrow_tokens(Call& c, py::handle qkv, py::handle row_offsets,
-                        const Gates& gates) {
+TokenArgs borrow_tokens(Call& c, py::handle qkv, py::handle row_offsets, const Gates& gates) {
   TokenArgs t;
   t.qkv = c.borrow(qkv, "qkv");
   if (gates.size() == 2) {
@@ -104,8 +103,7 @@ TokenArgs borrow_tokens(Call& c, py::handle qkv, py::handle row_offsets,
 }
 
 /// recurrence_fwd; `gates`: {decay, beta} or {a, b, A_log, dt_bias} with their names.
-void recurrence_fwd(const char* fn, const gdn::HeadConfig& cfg, py::handle qkv,
-                    const Gates& gates,
+void recurrence_fwd(const char* fn, const gdn::HeadConfig& cfg, py::handle qkv, const Gates& gates,
                     py::handle row_offsets, py::handle state_slots, py::handle state,
                     py::handle out, const py::object& stream, Timing* timing = nullptr) {
   Call c(fn, stream);
@@ -128,10 +126,9 @@ void recurrence_fwd(const char* fn, const gdn::HeadConfig& cfg, py::handle qkv,
 /// recurrence_verify_ring, or with a `ledger` (not null) recurrence_verify_lazy, whose
 /// history is `ring`.
 void recurrence_verify_ring(const char* fn, const gdn::HeadConfig& cfg, py::handle qkv,
-                            const Gates& gates,
-                            py::handle row_offsets, py::handle state_slots, py::handle state,
-                            py::handle out, py::handle ring_slots, py::handle ring,
-                            const py::object& stream, Timing* timing = nullptr,
+                            const Gates& gates, py::handle row_offsets, py::handle state_slots,
+                            py::handle state, py::handle out, py::handle ring_slots,
+                            py::handle ring, const py::object& stream, Timing* timing = nullptr,
                             py::handle ledger = py::handle()) {
   Call c(fn, stream);
   const bool lazy = ledger.ptr() != nullptr;

@@ -67,13 +67,13 @@ constexpr int kTokenTile = 64;
 /// records into a row while its columns are in registers (`rows_outer`).
 template <class ExecSpace, int Dk, class StateT>
 struct TokenShape {
-  static constexpr int lanes = 1;               ///< lanes splitting one column's rows
-  static constexpr int lane_stride = 1;         ///< warp-lane distance of a group's lanes
-  static constexpr int cols = kTokenTile;       ///< columns per thread
-  static constexpr int col_block = 16;          ///< columns swept together
-  static constexpr int threads = 1;             ///< threads per team
-  static constexpr int min_teams = 1;           ///< launch bound: resident teams per SM (GPU)
-  static constexpr bool rows_outer = true;      ///< fold_fragment's loop order
+  static constexpr int lanes = 1;           ///< lanes splitting one column's rows
+  static constexpr int lane_stride = 1;     ///< warp-lane distance of a group's lanes
+  static constexpr int cols = kTokenTile;   ///< columns per thread
+  static constexpr int col_block = 16;      ///< columns swept together
+  static constexpr int threads = 1;         ///< threads per team
+  static constexpr int min_teams = 1;       ///< launch bound: resident teams per SM (GPU)
+  static constexpr bool rows_outer = true;  ///< fold_fragment's loop order
   KOKKOS_FORCEINLINE_FUNCTION static void place(int /*rank*/, int& lane, int& group,
                                                 int& warp_group0) {
     lane = 0;
@@ -107,8 +107,7 @@ struct TokenShape<Kokkos::Cuda, Dk, StateT> {
   static constexpr int threads = kTokenTile / cols * lanes;
   static constexpr int min_teams = Dk > 64 ? 3 : 6;
   static constexpr bool rows_outer = false;
-  KOKKOS_FORCEINLINE_FUNCTION static void place(int rank, int& lane, int& group,
-                                                int& warp_group0) {
+  KOKKOS_FORCEINLINE_FUNCTION static void place(int rank, int& lane, int& group, int& warp_group0) {
     const int w = rank % 32;
     lane = w / gpw;
     warp_group0 = rank / 32 * gpw;

@@ -97,7 +97,7 @@ KOKKOS_FORCEINLINE_FUNCTION float conv_output(const float (&w)[W], const float (
 /// n - K + i, copied as stored.
 template <int K, int V, class Word, class RingPool>
 KOKKOS_FORCEINLINE_FUNCTION Lanes<Word, V * K> conv_tail(const Word* row, const RingPool& ring,
-                                                        std::uint32_t rrow, int n, int c) {
+                                                         std::uint32_t rrow, int n, int c) {
   Lanes<Word, V * K> old{};
   if (n < K) old = load_lanes<V * K>(row);
   Lanes<Word, V> in[K] = {};
@@ -130,7 +130,7 @@ struct ConvKernel {
   using Member = typename Policy::member_type;
   static constexpr int K = W - 1;  // inputs the conv state keeps
   /// Channels per team: CUDA V a thread, host host_channels.
-  static constexpr int kChannels = Shape::threads > 1 ? Shape::threads * V : Shape::host_channels;
+  static constexpr int kChannels = Shape::threads > 1 ? Shape::threads* V : Shape::host_channels;
   static_assert(kChannels % V == 0, "a team's channels are whole groups of V");
 
   ConvParams<T, Y, M> m;
@@ -151,14 +151,13 @@ struct ConvKernel {
     if (slot == pad_slot || (Verify && rslot == pad_slot)) return;  // padding
     // An index outside its pool, or a row ending outside qkv: skipped and counted.
     if (slot >= m.state.extent(0) || (Verify && rslot >= m.ring.extent(0)) ||
-        (Lazy && rslot >= m.ledger.extent(0)) ||
-        t0 + std::uint32_t(len) > m.in.qkv.extent(0)) {
+        (Lazy && rslot >= m.ledger.extent(0)) || t0 + std::uint32_t(len) > m.in.qkv.extent(0)) {
       if (g == 0 && s == 0 && team.team_rank() == 0) count_skipped_row(m.skipped);
       return;
     }
     if (s >= blocks) return;  // also every team of an empty sequence
     const bool record = Verify && len <= m.ring_len;
-    int pending = 0;  // lazy: the row's pending inputs, where the window's records start
+    int pending = 0;      // lazy: the row's pending inputs, where the window's records start
     bool commit = false;  // lazy: the window does not fit behind them
     if constexpr (Lazy) {
       pending = pending_records(m.ledger(m.ring_slots(b), 0), m.ring_len);
@@ -212,7 +211,7 @@ struct ConvKernel {
       const int p0 = blk * kConvBlock;
       const int p1 = p0 + kConvBlock < len ? p0 + kConvBlock : len;
       float h[V][W] = {};  // h[v][0 .. K-1] the K inputs before token p, h[v][K] token p
-      if (p0 == 0) {  // block 0: the inputs before the row, [V][K] contiguous
+      if (p0 == 0) {       // block 0: the inputs before the row, [V][K] contiguous
         GDN_UNROLL
         for (int v = 0; v < V; ++v) {
           GDN_UNROLL
@@ -250,8 +249,8 @@ struct ConvKernel {
         }
       }
     }
-    if (s == 0 && !record) {  // commit: the last K inputs of (old row, the sequence)
-      Lanes<T, V * K> last = first;  // for a sequence shorter than K
+    if (s == 0 && !record) {        // commit: the last K inputs of (old row, the sequence)
+      Lanes<T, V* K> last = first;  // for a sequence shorter than K
       GDN_UNROLL
       for (int i = 0; i < K; ++i) {
         const int pos = len - K + i;
@@ -294,8 +293,8 @@ KOKKOS_INLINE_FUNCTION void conv_commit(int rank, int threads, const Pool& state
 template <class Pool, class RingPool>
 KOKKOS_INLINE_FUNCTION void conv_commit_keep(int rank, int threads, int keep, bool vec,
                                              const Pool& state, const RingPool& ring,
-                                             std::uint32_t srow, std::uint32_t rrow, int n,
-                                             int c0, int c1) {
+                                             std::uint32_t srow, std::uint32_t rrow, int n, int c0,
+                                             int c1) {
   using Word = typename Pool::non_const_value_type;
   constexpr int kV = 16 / int(sizeof(Word));
   if (vec) {

@@ -35,20 +35,20 @@ struct ConvLauncher {
                      const IndexView<M>& state_slots, const ConvPool<T, M>& conv_state,
                      const ConvOut<Y, M>& out, const IndexView<M>& ring_slots,
                      const ConvPool<T, M>& conv_ring);
-  static void verify_lazy(const ExecSpace& space, const HeadConfig& cfg,
-                          const ConvInputs<M, T>& in, const IndexView<M>& state_slots,
-                          const ConvPool<T, M>& conv_state, const ConvOut<Y, M>& out,
-                          const IndexView<M>& ring_slots, const ConvPool<T, M>& conv_history,
-                          std::size_t capacity, const Ledger<M>& ledger);
+  static void verify_lazy(const ExecSpace& space, const HeadConfig& cfg, const ConvInputs<M, T>& in,
+                          const IndexView<M>& state_slots, const ConvPool<T, M>& conv_state,
+                          const ConvOut<Y, M>& out, const IndexView<M>& ring_slots,
+                          const ConvPool<T, M>& conv_history, std::size_t capacity,
+                          const Ledger<M>& ledger);
 };
 
 }  // namespace Impl
 }  // namespace gdn
 
-#define GDN_ETI_CONV_SPACE(PREFIX, SPACE)                                            \
-  PREFIX template struct ::gdn::Impl::ConvLauncher<SPACE, float, float>;             \
-  PREFIX template struct ::gdn::Impl::ConvLauncher<SPACE, float, ::gdn::bf16>;       \
-  PREFIX template struct ::gdn::Impl::ConvLauncher<SPACE, ::gdn::bf16, float>;       \
+#define GDN_ETI_CONV_SPACE(PREFIX, SPACE)                                      \
+  PREFIX template struct ::gdn::Impl::ConvLauncher<SPACE, float, float>;       \
+  PREFIX template struct ::gdn::Impl::ConvLauncher<SPACE, float, ::gdn::bf16>; \
+  PREFIX template struct ::gdn::Impl::ConvLauncher<SPACE, ::gdn::bf16, float>; \
   PREFIX template struct ::gdn::Impl::ConvLauncher<SPACE, ::gdn::bf16, ::gdn::bf16>;
 
 #if defined(KOKKOS_ENABLE_SERIAL)

@@ -48,8 +48,8 @@ bool conv_vec_ok(const ConvParams<T, Y, M>& p, int width) {
   ok = ok && p.out.stride(1) == 1 && (p.out.stride(0) * sizeof(Y)) % ay == 0 &&
        aligned_to(p.out.data(), ay);
   ok = ok && w.stride(1) == 1 && w.stride(0) == std::size_t(width) && aligned16(w.data());
-  ok = ok && (p.in.bias.extent(0) == 0 ||
-              (p.in.bias.stride(0) == 1 && aligned16(p.in.bias.data())));
+  ok =
+      ok && (p.in.bias.extent(0) == 0 || (p.in.bias.stride(0) == 1 && aligned16(p.in.bias.data())));
   ok = ok && aligned16(p.state.data());
   ok = ok && (p.ring.extent(0) == 0 ||
               ((p.ring.extent(2) * sizeof(T)) % at == 0 && aligned_to(p.ring.data(), at)));
@@ -126,8 +126,8 @@ void ConvLauncher<ExecSpace, T, Y>::fwd(const ExecSpace& space, const HeadConfig
   const std::size_t tokens = in.qkv.extent(0);
   check_league(c, "state_slots", conv_league_bound(cfg, batch));
   if (index_checking_enabled()) {
-    check_call_indices(c, space, in.row_offsets, tokens, state_slots, conv_state.extent(0),
-                       nullptr, 0, 0, kConvPools);
+    check_call_indices(c, space, in.row_offsets, tokens, state_slots, conv_state.extent(0), nullptr,
+                       0, 0, kConvPools);
   }
   launch_conv<ExecSpace, T, Y, false>("gdn::conv1d_fwd::kernel", space, width, tokens,
                                       conv_params(cfg, in, state_slots, conv_state, out));
@@ -167,7 +167,8 @@ void ConvLauncher<ExecSpace, T, Y>::verify_lazy(
   const int width = check_conv_verify_lazy(c, space, cfg, in, state_slots, conv_state, out,
                                            ring_slots, conv_history, capacity, ledger);
   check_league(c, "state_slots", conv_league_bound(cfg, batch));
-  ConvParams<T, Y, M> p = conv_params(cfg, in, state_slots, conv_state, out, ring_slots, conv_history);
+  ConvParams<T, Y, M> p =
+      conv_params(cfg, in, state_slots, conv_state, out, ring_slots, conv_history);
   p.ledger = ledger;
   launch_conv<ExecSpace, T, Y, true, true>("gdn::conv1d_verify_lazy::kernel", space, width,
                                            in.qkv.extent(0), p);

@@ -46,9 +46,9 @@ template <class M>
 struct ConvFoldWords {
   template <class W>
   using Pool = Kokkos::View<W***, Kokkos::LayoutRight, M, Kokkos::MemoryUnmanaged>;
-  Pool<std::uint16_t> state16;      // [slots, conv_dim, W-1] (bf16 pools)
+  Pool<std::uint16_t> state16;       // [slots, conv_dim, W-1] (bf16 pools)
   Pool<const std::uint16_t> ring16;  // [ring_rows, RING_LEN, >= conv_dim]
-  Pool<std::uint32_t> state32;      // (float pools)
+  Pool<std::uint32_t> state32;       // (float pools)
   Pool<const std::uint32_t> ring32;
   int word_bytes = 0;
 

@@ -35,17 +35,17 @@
   PREFIX template struct ::gdn::Impl::FoldLauncher<SPACE, ::gdn::bf16, ::gdn::bf16>;
 
 /// Lazy verify launchers of one activation type ACT (lazy_commit.hpp).
-#define GDN_ETI_LAZY_ACTIVATION(PREFIX, SPACE, ACT)                                          \
-  PREFIX template struct ::gdn::Impl::LazyVerifyLauncher<SPACE, ACT, float, float>;         \
-  PREFIX template struct ::gdn::Impl::LazyVerifyLauncher<SPACE, ACT, float, ::gdn::bf16>;   \
-  PREFIX template struct ::gdn::Impl::LazyVerifyLauncher<SPACE, ACT, ::gdn::bf16, float>;   \
+#define GDN_ETI_LAZY_ACTIVATION(PREFIX, SPACE, ACT)                                       \
+  PREFIX template struct ::gdn::Impl::LazyVerifyLauncher<SPACE, ACT, float, float>;       \
+  PREFIX template struct ::gdn::Impl::LazyVerifyLauncher<SPACE, ACT, float, ::gdn::bf16>; \
+  PREFIX template struct ::gdn::Impl::LazyVerifyLauncher<SPACE, ACT, ::gdn::bf16, float>; \
   PREFIX template struct ::gdn::Impl::LazyVerifyLauncher<SPACE, ACT, ::gdn::bf16, ::gdn::bf16>;
 
 /// The lazy flush and ledger launchers.
-#define GDN_ETI_LAZY_COMMIT(PREFIX, SPACE)                                      \
-  PREFIX template struct ::gdn::Impl::FlushLauncher<SPACE, float, float>;       \
-  PREFIX template struct ::gdn::Impl::FlushLauncher<SPACE, float, ::gdn::bf16>; \
-  PREFIX template struct ::gdn::Impl::FlushLauncher<SPACE, ::gdn::bf16, float>; \
+#define GDN_ETI_LAZY_COMMIT(PREFIX, SPACE)                                            \
+  PREFIX template struct ::gdn::Impl::FlushLauncher<SPACE, float, float>;             \
+  PREFIX template struct ::gdn::Impl::FlushLauncher<SPACE, float, ::gdn::bf16>;       \
+  PREFIX template struct ::gdn::Impl::FlushLauncher<SPACE, ::gdn::bf16, float>;       \
   PREFIX template struct ::gdn::Impl::FlushLauncher<SPACE, ::gdn::bf16, ::gdn::bf16>; \
   PREFIX template struct ::gdn::Impl::LedgerLauncher<SPACE>;
 

@@ -55,7 +55,7 @@ KOKKOS_FORCEINLINE_FUNCTION float exp_fixed(float x) {
   const int k = static_cast<int>(float_to_bits(t) - float_to_bits(shifter));  // -150 .. 128
   float r = fmaf(kf, -kLn2Hi, xc);
   r = fmaf(kf, -kLn2Lo, r);
-  float p = 0x1.a01a02p-13f;    // 1/7!
+  float p = 0x1.a01a02p-13f;        // 1/7!
   p = fmaf(p, r, 0x1.6c16c2p-10f);  // 1/6!
   p = fmaf(p, r, 0x1.111112p-7f);   // 1/5!
   p = fmaf(p, r, 0x1.555556p-5f);   // 1/4!

@@ -46,8 +46,8 @@
 
 #include <gdn/config.hpp>
 #include <gdn/impl/backend.hpp>
-#include <gdn/impl/core/token_step.hpp>
 #include <gdn/impl/conv_kernel.hpp>
+#include <gdn/impl/core/token_step.hpp>
 #include <gdn/impl/lazy_kernel.hpp>
 #include <gdn/impl/params.hpp>
 #include <gdn/ring.hpp>
@@ -135,8 +135,7 @@ struct FoldKernel {
       if (bad != nullptr) *bad = true;
       return 0;
     }
-    const int n =
-        Lazy ? pending_records(m.ledger(ring_row, 0), m.ring_len) : static_cast<int>(na);
+    const int n = Lazy ? pending_records(m.ledger(ring_row, 0), m.ring_len) : static_cast<int>(na);
     return n <= m.ring_len ? n : 0;
   }
 
@@ -150,19 +149,19 @@ struct FoldKernel {
     std::uint32_t srow = 0, rrow = 0;
     const int n = records(layer, b, srow, rrow);
     if (n <= 0) return;
-    const std::size_t conv_rows = m.conv.word_bytes == 2 ? m.conv.state16.extent(0)
-                                                         : m.conv.state32.extent(0);
-    const std::size_t conv_ring_rows = m.conv.word_bytes == 2 ? m.conv.ring16.extent(0)
-                                                              : m.conv.ring32.extent(0);
+    const std::size_t conv_rows =
+        m.conv.word_bytes == 2 ? m.conv.state16.extent(0) : m.conv.state32.extent(0);
+    const std::size_t conv_ring_rows =
+        m.conv.word_bytes == 2 ? m.conv.ring16.extent(0) : m.conv.ring32.extent(0);
     if (srow >= conv_rows || rrow >= conv_ring_rows) return;  // outside the conv pools
     const int c1 = c0 + kConvChannels < m.conv_dim ? c0 + kConvChannels : m.conv_dim;
     const int rank = team.team_rank();
     if (m.conv.word_bytes == 2) {
-      conv_commit_keep(rank, kThreads, m.conv_keep, m.conv_vec, m.conv.state16, m.conv.ring16,
-                       srow, rrow, n, c0, c1);
+      conv_commit_keep(rank, kThreads, m.conv_keep, m.conv_vec, m.conv.state16, m.conv.ring16, srow,
+                       rrow, n, c0, c1);
     } else {
-      conv_commit_keep(rank, kThreads, m.conv_keep, m.conv_vec, m.conv.state32, m.conv.ring32,
-                       srow, rrow, n, c0, c1);
+      conv_commit_keep(rank, kThreads, m.conv_keep, m.conv_vec, m.conv.state32, m.conv.ring32, srow,
+                       rrow, n, c0, c1);
     }
   }
 
@@ -194,8 +193,8 @@ struct FoldKernel {
     const int c0 = (rank % kColGroups) * kCols;              // and columns
 
     float* const sk = scratch;          // [kC][kTileRows]
-    float* const su = sk + kKeyFloats;      // [kC][kTileCols]
-    float* const sa = su + kUFloats;        // [kC]
+    float* const su = sk + kKeyFloats;  // [kC][kTileCols]
+    float* const sa = su + kUFloats;    // [kC]
 
     StateT* const frag = &m.state(state_row, h, row0 + r0, tcol + c0);
     float st[kRows][kCols];
@@ -215,7 +214,8 @@ struct FoldKernel {
         const int j = e / kTileCols, c = e % kTileCols;
         stage_value(su + e, &m.ring(rrow, kh, p0 + j, uoff + c));
       }
-      for (int j = rank; j < cnt; j += kThreads) stage_value(sa + j, &m.ring(rrow, kh, p0 + j, aoff));
+      for (int j = rank; j < cnt; j += kThreads)
+        stage_value(sa + j, &m.ring(rrow, kh, p0 + j, aoff));
       async_wait();
       team.team_barrier();
       const auto fold = [&](int j, int cn) {

@@ -79,9 +79,8 @@ struct LazyVerifyLauncher {
 template <class ExecSpace, class StateT, class RingT>
 struct FlushLauncher {
   using M = typename ExecSpace::memory_space;
-  static void flush(const ExecSpace& space, const HeadConfig& cfg,
-                    const IndexTable<M>& state_rows, const PoolView<StateT, M>& state,
-                    const IndexTable<M>& ring_rows,
+  static void flush(const ExecSpace& space, const HeadConfig& cfg, const IndexTable<M>& state_rows,
+                    const PoolView<StateT, M>& state, const IndexTable<M>& ring_rows,
                     const Kokkos::View<const RingT****, Kokkos::LayoutRight, M>& history,
                     const Ledger<M>& ledger, const ConvFoldWords<M>& conv);
 };
@@ -93,8 +92,8 @@ struct LedgerLauncher {
   static void accept(const ExecSpace& space, const IndexTable<M>& ring_rows,
                      const Ledger<M>& ledger, std::size_t history_rows, std::size_t capacity,
                      const IndexView<M>& num_accepted);
-  static void drop(const ExecSpace& space, const IndexTable<M>& ring_rows,
-                   const Ledger<M>& ledger, std::size_t history_rows, std::size_t capacity);
+  static void drop(const ExecSpace& space, const IndexTable<M>& ring_rows, const Ledger<M>& ledger,
+                   std::size_t history_rows, std::size_t capacity);
 };
 
 }  // namespace Impl

@@ -74,8 +74,8 @@ void launch_recurrence(const char* label, const ExecSpace& space, const HeadConf
   p.skipped = skip_counter<typename ExecSpace::memory_space>();
   p.q_scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(cfg.key_head_dim)));
   const auto& qkv = p.in.m_qkv;
-  p.vec_qkv = qkv.stride(1) == 1 && qkv.stride(0) % (16 / sizeof(ActT)) == 0 &&
-              aligned16(qkv.data());
+  p.vec_qkv =
+      qkv.stride(1) == 1 && qkv.stride(0) % (16 / sizeof(ActT)) == 0 && aligned16(qkv.data());
   const long long batch = static_cast<long long>(p.slots.extent(0));
   with_head_dim(cfg.key_head_dim, [&](auto dk) {
     using Kernel = TokenKernel<ExecSpace, ActT, StateT, RingT, decltype(dk)::value, Verify, Lazy>;
@@ -126,7 +126,8 @@ void run_fwd(
     check_gate_params(c, cfg, in);
   }
   launch_recurrence<ExecSpace, ActT, StateT, float, false>(
-      "gdn::recurrence_fwd::kernel", space, cfg, recurrence_params<float>(in, state_slots, state, out));
+      "gdn::recurrence_fwd::kernel", space, cfg,
+      recurrence_params<float>(in, state_slots, state, out));
 }
 
 /// recurrence_verify_ring for either input form: validate, then launch.
@@ -146,8 +147,8 @@ void run_verify(
   check_ring(c, cfg, ring, batch > 0);
   check_league(c, "state_slots", recurrence_items(cfg, batch));
   if (index_checking_enabled()) {
-    check_call_indices(c, space, in.row_offsets, tokens, state_slots, state.extent(0),
-                       &ring_slots, ring.extent(0), ring.extent(2), kRecurrencePools);
+    check_call_indices(c, space, in.row_offsets, tokens, state_slots, state.extent(0), &ring_slots,
+                       ring.extent(0), ring.extent(2), kRecurrencePools);
     check_gate_params(c, cfg, in);
   }
   launch_recurrence<ExecSpace, ActT, StateT, RingT, true>(
@@ -226,7 +227,8 @@ void check_fold_indices(const ArgCheck& c, const ExecSpace& space, const IndexTa
 template <class StateT, class RingT, class M>
 FoldParams<StateT, RingT, M> fold_params(
     const HeadConfig& cfg, const IndexTable<M>& state_rows, const PoolView<StateT, M>& state,
-    const IndexTable<M>& ring_rows, const Kokkos::View<const RingT****, Kokkos::LayoutRight, M>& ring,
+    const IndexTable<M>& ring_rows,
+    const Kokkos::View<const RingT****, Kokkos::LayoutRight, M>& ring,
     const IndexView<M>& num_accepted, const ConvFoldWords<M>& conv, int width) {
   const bool with_conv = conv.word_bytes != 0;
   FoldParams<StateT, RingT, M> p;
@@ -274,8 +276,8 @@ void FoldLauncher<ExecSpace, StateT, RingT>::fold(
     items = Kernel::items(static_cast<long long>(layers), static_cast<long long>(batch),
                           cfg.num_value_heads);
     if (with_conv) {
-      conv_items = Kernel::conv_items(static_cast<long long>(layers),
-                                      static_cast<long long>(batch), cfg.conv_dim());
+      conv_items = Kernel::conv_items(static_cast<long long>(layers), static_cast<long long>(batch),
+                                      cfg.conv_dim());
     }
   });
   check_league(c, "state_rows", items + conv_items);

@@ -141,8 +141,8 @@ template <class ExecSpace>
 struct LedgerAccept {
   using M = typename ExecSpace::memory_space;
   Ledger<M> ledger;
-  IndexTable<M> ring_rows;   // [L, B]
-  IndexView<M> accepted;     // [B]
+  IndexTable<M> ring_rows;  // [L, B]
+  IndexView<M> accepted;    // [B]
   int capacity = 0;
   int batch = 0;
 
@@ -182,8 +182,7 @@ template <class ExecSpace, class Kernel>
 void launch_ledger(const char* label, const ExecSpace& space, long long count,
                    const Kernel& kernel) {
   if (count <= 0) return;
-  Kokkos::parallel_for(label,
-                       Kokkos::RangePolicy<ExecSpace>(space, 0, static_cast<int>(count)),
+  Kokkos::parallel_for(label, Kokkos::RangePolicy<ExecSpace>(space, 0, static_cast<int>(count)),
                        kernel);
 }
 

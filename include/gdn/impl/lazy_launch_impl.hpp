@@ -22,10 +22,10 @@ template <class StateT, class RingT, class M>
 FoldParams<StateT, RingT, M> lazy_fold_params(
     const HeadConfig& cfg, const IndexTable<M>& state_rows, const PoolView<StateT, M>& state,
     const IndexTable<M>& ring_rows,
-    const Kokkos::View<const RingT****, Kokkos::LayoutRight, M>& history,
-    const Ledger<M>& ledger, const ConvFoldWords<M>& conv = ConvFoldWords<M>(), int width = 0) {
-  FoldParams<StateT, RingT, M> p = fold_params(cfg, state_rows, state, ring_rows, history,
-                                               IndexView<M>(), conv, width);
+    const Kokkos::View<const RingT****, Kokkos::LayoutRight, M>& history, const Ledger<M>& ledger,
+    const ConvFoldWords<M>& conv = ConvFoldWords<M>(), int width = 0) {
+  FoldParams<StateT, RingT, M> p =
+      fold_params(cfg, state_rows, state, ring_rows, history, IndexView<M>(), conv, width);
   p.ledger = ledger;
   return p;
 }
@@ -152,8 +152,7 @@ std::vector<std::uint32_t> check_ledger_rows(const ArgCheck& c, const ExecSpace&
   }
   check_rows(c, "ring_rows", "lazy.ledger.extent(0)", rr, used, used, ledger.extent(0), batch,
              "history row");
-  check_pending(c, host_copy_2d(ledger), ledger.extent(1), rr, used, capacity, "ring_rows",
-                batch);
+  check_pending(c, host_copy_2d(ledger), ledger.extent(1), rr, used, capacity, "ring_rows", batch);
   return rr;
 }
 
@@ -173,8 +172,8 @@ void LedgerLauncher<ExecSpace>::accept(const ExecSpace& space, const IndexTable<
     check_ledger_rows(c, space, ring_rows, ledger, capacity, &active);
   }
   launch_ledger("gdn::lazy_accept", space, static_cast<long long>(layers * batch),
-                LedgerAccept<ExecSpace>{ledger, ring_rows, num_accepted,
-                                        static_cast<int>(capacity), static_cast<int>(batch)});
+                LedgerAccept<ExecSpace>{ledger, ring_rows, num_accepted, static_cast<int>(capacity),
+                                        static_cast<int>(batch)});
 }
 
 template <class ExecSpace>
@@ -186,17 +185,18 @@ void LedgerLauncher<ExecSpace>::drop(const ExecSpace& space, const IndexTable<M>
   const std::size_t layers = ring_rows.extent(0), batch = ring_rows.extent(1);
   check_league(c, "ring_rows", static_cast<long long>(layers * batch));
   if (index_checking_enabled()) check_ledger_rows(c, space, ring_rows, ledger, capacity, nullptr);
-  launch_ledger("gdn::lazy_drop", space, static_cast<long long>(layers * batch),
-                LedgerClear<ExecSpace>{ledger, ring_rows, IndexTable<M>(), static_cast<int>(batch)});
+  launch_ledger(
+      "gdn::lazy_drop", space, static_cast<long long>(layers * batch),
+      LedgerClear<ExecSpace>{ledger, ring_rows, IndexTable<M>(), static_cast<int>(batch)});
 }
 
 /// Index checking mode of a flush: every entry without padding clears its
 /// ledger row (check_ledger_rows); one with pending records also writes its
 /// state row (and conv state row), so those must be in range and differ.
 template <class ExecSpace, class M>
-void check_flush_indices(const ArgCheck& c, const ExecSpace& space,
-                         const IndexTable<M>& state_rows, const IndexTable<M>& ring_rows,
-                         const Ledger<M>& ledger, std::size_t capacity, std::size_t pool_rows,
+void check_flush_indices(const ArgCheck& c, const ExecSpace& space, const IndexTable<M>& state_rows,
+                         const IndexTable<M>& ring_rows, const Ledger<M>& ledger,
+                         std::size_t capacity, std::size_t pool_rows,
                          const ConvFoldWords<M>& conv) {
   const std::size_t batch = state_rows.extent(1);
   const std::vector<std::uint32_t> sr = host_copy_2d(state_rows);
@@ -209,8 +209,7 @@ void check_flush_indices(const ArgCheck& c, const ExecSpace& space,
   for (std::size_t e = 0; e < sr.size(); ++e) {
     writes[e] = entry[e] && rr[e] != pad_slot && lw[std::size_t(rr[e]) * ledger.extent(1)] > 0;
   }
-  check_rows(c, "state_rows", "state.extent(0)", sr, writes, writes, pool_rows, batch,
-             "pool row");
+  check_rows(c, "state_rows", "state.extent(0)", sr, writes, writes, pool_rows, batch, "pool row");
   if (conv.word_bytes != 0) {
     conv.visit([&](const auto& conv_state, const auto&) {
       check_rows(c, "state_rows", "conv.conv_state.extent(0)", sr, writes, writes,
@@ -223,8 +222,8 @@ template <class ExecSpace, class StateT, class RingT>
 void FlushLauncher<ExecSpace, StateT, RingT>::flush(
     const ExecSpace& space, const HeadConfig& cfg, const IndexTable<M>& state_rows,
     const PoolView<StateT, M>& state, const IndexTable<M>& ring_rows,
-    const Kokkos::View<const RingT****, Kokkos::LayoutRight, M>& history,
-    const Ledger<M>& ledger, const ConvFoldWords<M>& conv) {
+    const Kokkos::View<const RingT****, Kokkos::LayoutRight, M>& history, const Ledger<M>& ledger,
+    const ConvFoldWords<M>& conv) {
   const ArgCheck c("gdn::state_flush");
   check_heads(c, cfg);
   const std::size_t layers = state_rows.extent(0), batch = state_rows.extent(1);

@@ -45,15 +45,15 @@ struct FoldParams {
   IndexTable<M> ring_rows;                                     // [L, B]
   Kokkos::View<const RingT****, Kokkos::LayoutRight, M> ring;  // [ring_rows, nk, RING_LEN, stride]
   IndexView<M> num_accepted;                                   // [B] (the eager fold)
-  LedgerView<M> ledger;  // [ring_rows, words] (lazy: the pending records)
+  LedgerView<M> ledger;    // [ring_rows, words] (lazy: the pending records)
   SkipCounter<M> skipped;  // rows skipped for an index out of range
-  IndexView<M> offsets;  // [B+1] (a lazy verify's commit: only rows whose window overflows)
-  ConvFoldWords<M> conv;                                       // the conv pools, if any
+  IndexView<M> offsets;    // [B+1] (a lazy verify's commit: only rows whose window overflows)
+  ConvFoldWords<M> conv;   // the conv pools, if any
   int nv = 0;
   int group = 1;
   int ring_len = 0;
-  int conv_dim = 0;  // with conv pools
-  int conv_keep = 0;  // W-1, the inputs a conv state row keeps
+  int conv_dim = 0;       // with conv pools
+  int conv_keep = 0;      // W-1, the inputs a conv state row keeps
   bool conv_vec = false;  // conv pools aligned for 16-byte groups of channels (fold_kernel.hpp)
 };
 

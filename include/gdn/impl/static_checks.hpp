@@ -107,20 +107,20 @@ using EnableIfOtherInputs = std::enable_if_t<
 /// The compile-time checks of a pool argument (a state or ring pool), by
 /// PoolViewTraits: a View of rank 4 (SHAPE), float or gdn::bf16, LayoutRight,
 /// in the space's memory space.
-#define GDN_IMPL_STATIC_ASSERT_POOL_VIEW(FUNC, ARG, SHAPE, ExecSpace, V)                      \
-  static_assert(Kokkos::is_view<V>::value, FUNC ": " ARG " must be a Kokkos::View");          \
-  static_assert(::gdn::Impl::PoolViewTraits<ExecSpace, V>::rank_ok,                           \
-                FUNC ": " ARG " must have rank 4 " SHAPE);                                    \
-  static_assert(::gdn::Impl::PoolViewTraits<ExecSpace, V>::type_ok,                           \
-                FUNC ": " ARG " value type must be float or gdn::bf16");                      \
-  static_assert(::gdn::Impl::PoolViewTraits<ExecSpace, V>::layout_ok,                         \
-                FUNC ": " ARG " must be LayoutRight (a dense pool)");                         \
-  static_assert(::gdn::Impl::PoolViewTraits<ExecSpace, V>::space_ok,                          \
+#define GDN_IMPL_STATIC_ASSERT_POOL_VIEW(FUNC, ARG, SHAPE, ExecSpace, V)             \
+  static_assert(Kokkos::is_view<V>::value, FUNC ": " ARG " must be a Kokkos::View"); \
+  static_assert(::gdn::Impl::PoolViewTraits<ExecSpace, V>::rank_ok,                  \
+                FUNC ": " ARG " must have rank 4 " SHAPE);                           \
+  static_assert(::gdn::Impl::PoolViewTraits<ExecSpace, V>::type_ok,                  \
+                FUNC ": " ARG " value type must be float or gdn::bf16");             \
+  static_assert(::gdn::Impl::PoolViewTraits<ExecSpace, V>::layout_ok,                \
+                FUNC ": " ARG " must be LayoutRight (a dense pool)");                \
+  static_assert(::gdn::Impl::PoolViewTraits<ExecSpace, V>::space_ok,                 \
                 FUNC ": " ARG " must live in ExecSpace::memory_space")
 
 /// A pool the call writes: its value type must not be const (WHY: when it is written).
-#define GDN_IMPL_STATIC_ASSERT_WRITABLE(FUNC, ARG, WHY, V)         \
-  static_assert(!std::is_const<typename V::value_type>::value,    \
+#define GDN_IMPL_STATIC_ASSERT_WRITABLE(FUNC, ARG, WHY, V)     \
+  static_assert(!std::is_const<typename V::value_type>::value, \
                 FUNC ": " ARG " " WHY " and must not be const")
 
 /// The compile-time checks of a forward's arguments (FUNC: the call's name;
@@ -134,16 +134,17 @@ using EnableIfOtherInputs = std::enable_if_t<
                 FUNC ": inputs must be a gdn::TokenInputs or a gdn::GateInputs");                  \
   static_assert(::gdn::Impl::InputsTraits<ExecSpace, Inputs>::space_ok,                            \
                 FUNC ": inputs must live in ExecSpace::memory_space");                             \
-  GDN_IMPL_STATIC_ASSERT_INDEX_VIEW(FUNC, "state_slots", 1, "[B]", ExecSpace, SlotsView);           \
-  GDN_IMPL_STATIC_ASSERT_POOL_VIEW(FUNC, "state", "[slots, nv, Dk, Dv]", ExecSpace, StateView);     \
+  GDN_IMPL_STATIC_ASSERT_INDEX_VIEW(FUNC, "state_slots", 1, "[B]", ExecSpace, SlotsView);          \
+  GDN_IMPL_STATIC_ASSERT_POOL_VIEW(FUNC, "state", "[slots, nv, Dk, Dv]", ExecSpace, StateView);    \
   GDN_IMPL_STATIC_ASSERT_WRITABLE(FUNC, "state", STATE_WHY, StateView);                            \
-  static_assert(Kokkos::is_view<OutView>::value, FUNC ": out must be a Kokkos::View");              \
-  static_assert(unsigned(OutView::rank) == 2, FUNC ": out must have rank 2 [tokens, value_dim]");   \
+  static_assert(Kokkos::is_view<OutView>::value, FUNC ": out must be a Kokkos::View");             \
+  static_assert(unsigned(OutView::rank) == 2, FUNC ": out must have rank 2 [tokens, value_dim]");  \
   static_assert(                                                                                   \
       std::is_same<typename OutView::value_type,                                                   \
                    typename ::gdn::Impl::InputsTraits<ExecSpace, Inputs>::activation_type>::value, \
-      FUNC ": out value type must be (non-const) and the inputs' activation type (float, or "      \
-           "gdn::bf16 for bf16 inputs)");                                                          \
+      FUNC                                                                                         \
+      ": out value type must be (non-const) and the inputs' activation type (float, or "           \
+      "gdn::bf16 for bf16 inputs)");                                                               \
   static_assert(                                                                                   \
       std::is_same<typename OutView::memory_space, typename ExecSpace::memory_space>::value,       \
       FUNC ": out must live in ExecSpace::memory_space")
@@ -151,10 +152,10 @@ using EnableIfOtherInputs = std::enable_if_t<
 /// The compile-time checks every verify shares (FUNC: its name; STATE_WHY:
 /// when it writes the state): those of a forward (`out`: rank 2, of the
 /// inputs' activation type, in the space's memory space) and ring_slots.
-#define GDN_IMPL_STATIC_ASSERT_VERIFY_ARGS(FUNC, STATE_WHY, ExecSpace, Inputs, SlotsView,          \
-                                           StateView, OutView, RingSlotsView)                      \
-  GDN_IMPL_STATIC_ASSERT_FWD_ARGS(FUNC, STATE_WHY, ExecSpace, Inputs, SlotsView, StateView,        \
-                                  OutView);                                                        \
+#define GDN_IMPL_STATIC_ASSERT_VERIFY_ARGS(FUNC, STATE_WHY, ExecSpace, Inputs, SlotsView,   \
+                                           StateView, OutView, RingSlotsView)               \
+  GDN_IMPL_STATIC_ASSERT_FWD_ARGS(FUNC, STATE_WHY, ExecSpace, Inputs, SlotsView, StateView, \
+                                  OutView);                                                 \
   GDN_IMPL_STATIC_ASSERT_INDEX_VIEW(FUNC, "ring_slots", 1, "[B]", ExecSpace, RingSlotsView)
 
 #endif  // GDN_IMPL_STATIC_CHECKS_HPP

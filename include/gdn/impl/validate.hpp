@@ -18,8 +18,8 @@
 #include <Kokkos_Core.hpp>
 
 #include <climits>
-#include <cstddef>
 #include <cmath>
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <type_traits>
@@ -261,8 +261,7 @@ template <class LedgerT>
 void check_ledger(const ArgCheck& c, const LedgerT& ledger, std::size_t history_rows,
                   std::size_t capacity) {
   if (!(capacity >= 1 && capacity <= std::size_t(INT_MAX))) {
-    c.fail("lazy.history", "capacity = extent(2) in [1, INT_MAX]",
-           "capacity " + to_str(capacity));
+    c.fail("lazy.history", "capacity = extent(2) in [1, INT_MAX]", "capacity " + to_str(capacity));
   }
   const std::size_t words = 1 + (capacity + 31) / 32;
   if (!(ledger.extent(0) == history_rows && ledger.extent(1) >= words)) {
@@ -366,7 +365,8 @@ RowRoles row_roles(const ArgCheck& c, const ExecSpace& space, const Index& offse
   r.commit.assign(batch, 0);
   for (std::size_t b = 0; b < batch; ++b) {
     const std::size_t len = off[b + 1] - off[b];
-    const bool pad = r.slots[b] == pad_slot || (ring_slots != nullptr && r.ring_slots[b] == pad_slot);
+    const bool pad =
+        r.slots[b] == pad_slot || (ring_slots != nullptr && r.ring_slots[b] == pad_slot);
     r.used[b] = len > 0 && !pad;
     r.record[b] = ring_slots != nullptr && r.used[b] && len <= ring_len;
     r.commit[b] = r.used[b] && !r.record[b];
@@ -646,8 +646,7 @@ void check_lazy_verify_indices(const ArgCheck& c, const ExecSpace& space, const 
 /// inputs, state, out); returns the token count.
 template <class Inputs, class StateView, class OutView>
 std::size_t check_recurrence_shapes(const ArgCheck& c, const HeadConfig& cfg, const Inputs& in,
-                                    std::size_t batch, const StateView& state,
-                                    const OutView& out) {
+                                    std::size_t batch, const StateView& state, const OutView& out) {
   check_heads(c, cfg);
   const std::size_t tokens = check_inputs(c, cfg, in, batch);
   check_state(c, cfg, state, batch > 0);
@@ -674,8 +673,7 @@ void check_verify_lazy(const ArgCheck& c, const ExecSpace& space, const HeadConf
   check_league(c, "state_slots", commit_items);
   if (index_checking_enabled()) {
     check_lazy_verify_indices(c, space, in.row_offsets, tokens, state_slots, state.extent(0),
-                              ring_slots, history.extent(0), history.extent(2), ledger,
-                              kLazyPools);
+                              ring_slots, history.extent(0), history.extent(2), ledger, kLazyPools);
     check_gate_params(c, cfg, in);
   }
 }
@@ -683,13 +681,11 @@ void check_verify_lazy(const ArgCheck& c, const ExecSpace& space, const HeadConf
 /// conv1d_verify_lazy's checks (`c` names the call): the call's shapes, the
 /// conv history (a row per ledger row, `capacity` inputs each) and its
 /// ledger, and in the checking mode the indices. Returns W.
-template <class ExecSpace, class Inputs, class Index, class StatePool, class Out,
-          class LedgerT>
+template <class ExecSpace, class Inputs, class Index, class StatePool, class Out, class LedgerT>
 int check_conv_verify_lazy(const ArgCheck& c, const ExecSpace& space, const HeadConfig& cfg,
-                           const Inputs& in, const Index& state_slots,
-                           const StatePool& conv_state, const Out& out, const Index& ring_slots,
-                           const StatePool& conv_history, std::size_t capacity,
-                           const LedgerT& ledger) {
+                           const Inputs& in, const Index& state_slots, const StatePool& conv_state,
+                           const Out& out, const Index& ring_slots, const StatePool& conv_history,
+                           std::size_t capacity, const LedgerT& ledger) {
   const std::size_t batch = state_slots.extent(0);
   const int width = check_conv_call(c, cfg, in, batch, conv_state, out);
   check_ring_slots(c, ring_slots, batch);
@@ -697,9 +693,8 @@ int check_conv_verify_lazy(const ArgCheck& c, const ExecSpace& space, const Head
   check_conv_ring(c, "conv_history", cfg.conv_dim(), conv_history, batch > 0);
   if (!(conv_history.extent(0) == ledger.extent(0) && conv_history.extent(1) == capacity)) {
     c.fail("conv_history",
-           "shape [ring_rows, capacity, >= conv_dim] with ring_rows = " +
-               to_str(ledger.extent(0)) + " and capacity = " + to_str(capacity) +
-               " (lazy.history.extent(0) and extent(2))",
+           "shape [ring_rows, capacity, >= conv_dim] with ring_rows = " + to_str(ledger.extent(0)) +
+               " and capacity = " + to_str(capacity) + " (lazy.history.extent(0) and extent(2))",
            "shape " + extents_str(conv_history));
   }
   if (index_checking_enabled()) {

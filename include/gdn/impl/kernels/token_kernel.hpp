@@ -93,10 +93,10 @@ struct TokenKernel {
   static constexpr int kCB = Shape::col_block;
   static constexpr int kThreads = Shape::threads;
   static constexpr int kGroups = kTokenTile / kCols;
-  static constexpr int kRows = Dk / kLanes;             // fragment rows per thread
-  static constexpr int kBPL = kRows / kBlockRows;        // canonical blocks per lane
-  static constexpr int kTiles = Dk / kTokenTile;         // tiles per head
-  static constexpr int kStage = 16;                      // tokens staged per barrier
+  static constexpr int kRows = Dk / kLanes;        // fragment rows per thread
+  static constexpr int kBPL = kRows / kBlockRows;  // canonical blocks per lane
+  static constexpr int kTiles = Dk / kTokenTile;   // tiles per head
+  static constexpr int kStage = 16;                // tokens staged per barrier
   static_assert(kGroups * kLanes == kThreads && kCols % kCB == 0, "threads cover the tile once");
   static_assert(kBPL * kBlockRows * kLanes == Dk, "whole canonical blocks per lane");
   static_assert(Dk % kTokenTile == 0, "head dim: a multiple of the tile");
@@ -156,8 +156,7 @@ struct TokenKernel {
     const bool ring_ok = !Verify || it.ring_row < m.ring.extent(0);
     if (pad) {
       it.len = 0;
-    } else if (it.slot >= m.state.extent(0) || !ring_ok || o1 < o0 ||
-               o1 > m.in.m_qkv.extent(0)) {
+    } else if (it.slot >= m.state.extent(0) || !ring_ok || o1 < o0 || o1 > m.in.m_qkv.extent(0)) {
       it.len = 0;
       it.bad = it.h == 0 && it.tile == 0;
     }
@@ -265,8 +264,7 @@ struct TokenKernel {
       const float* const qj = q + j * Dk;
       const bool next = j + 1 < n;
       if (next) {
-        token_sweep<kBPL, kCols, kCB, true, true>(st, cb, kj, qj, u, s[kA + j + 1], kj + Dk, o,
-                                                  kv);
+        token_sweep<kBPL, kCols, kCB, true, true>(st, cb, kj, qj, u, s[kA + j + 1], kj + Dk, o, kv);
       } else {
         token_sweep<kBPL, kCols, kCB, true, false>(st, cb, kj, qj, u, 0.0f, kj, o, kv);
       }
@@ -336,7 +334,8 @@ struct TokenKernel {
         rec[j * rec_stride + lay.key_offset() + i] = RingT(s[kK + e]);
       }
     }
-    for (int j = rank; j < n; j += kThreads) rec[j * rec_stride + lay.decay_offset(g)] = RingT(s[kA + j]);
+    for (int j = rank; j < n; j += kThreads)
+      rec[j * rec_stride + lay.decay_offset(g)] = RingT(s[kA + j]);
   }
 
   /// Lazy: folds the item's pending history records (positions 0 ..
