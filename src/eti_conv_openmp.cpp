@@ -1,7 +1,7 @@
 // Explicit instantiations of the gdn conv launchers for Kokkos::OpenMP
-// (see include/gdn/impl/conv_launch.hpp).
+// (see include/gdn/impl/launch/conv_launch.hpp).
 #include <gdn/gdn.hpp>
-#include <gdn/impl/conv_launch_impl.hpp>
+#include <gdn/impl/launch/conv_launch_impl.hpp>
 
 #if defined(KOKKOS_ENABLE_OPENMP)
 GDN_ETI_CONV_SPACE(, Kokkos::OpenMP)

@@ -1,7 +1,7 @@
 // Explicit instantiations of the gdn launchers for Kokkos::Cuda: the fold, and forward and
-// verify with float activations (see include/gdn/impl/eti.hpp).
+// verify with float activations (see include/gdn/impl/launch/eti.hpp).
 #include <gdn/gdn.hpp>
-#include <gdn/impl/launch_impl.hpp>
+#include <gdn/impl/launch/launch_impl.hpp>
 
 #if defined(KOKKOS_ENABLE_CUDA)
 GDN_ETI_ACTIVATION(, Kokkos::Cuda, float)

@@ -1,7 +1,7 @@
 // Explicit instantiations of the gdn lazy-commit launchers for Kokkos::Serial: the flush and the
-// ledger, and the lazy verify with float activations (see include/gdn/impl/eti.hpp).
+// ledger, and the lazy verify with float activations (see include/gdn/impl/launch/eti.hpp).
 #include <gdn/gdn.hpp>
-#include <gdn/impl/lazy_launch_impl.hpp>
+#include <gdn/impl/launch/lazy_launch_impl.hpp>
 
 #if defined(KOKKOS_ENABLE_SERIAL)
 GDN_ETI_LAZY_ACTIVATION(, Kokkos::Serial, float)

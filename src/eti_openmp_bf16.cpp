@@ -1,7 +1,7 @@
 // Explicit instantiations of the gdn launchers for Kokkos::OpenMP: forward and verify with
-// bf16 activations (see include/gdn/impl/eti.hpp).
+// bf16 activations (see include/gdn/impl/launch/eti.hpp).
 #include <gdn/gdn.hpp>
-#include <gdn/impl/launch_impl.hpp>
+#include <gdn/impl/launch/launch_impl.hpp>
 
 #if defined(KOKKOS_ENABLE_OPENMP)
 GDN_ETI_ACTIVATION(, Kokkos::OpenMP, ::gdn::bf16)

@@ -1,6 +1,6 @@
 // The per-memory-space counters of rows skipped for an index out of range
-// (include/gdn/impl/skip_counter.hpp).
-#include <gdn/impl/skip_counter.hpp>
+// (include/gdn/impl/launch/skip_counter.hpp).
+#include <gdn/impl/launch/skip_counter.hpp>
 
 #include <mutex>
 

@@ -15,7 +15,7 @@
 #include "reference/conv_reference.hpp"
 #include "test_support.hpp"
 
-#include <gdn/impl/fixed_math.hpp>
+#include <gdn/impl/core/fixed_math.hpp>
 
 namespace gdn_test {
 

@@ -8,7 +8,7 @@
 //   bf16 state: 1e-2 (test_reference.cpp).
 #include "test_support.hpp"
 
-#include <gdn/impl/token_io.hpp>
+#include <gdn/impl/core/token_io.hpp>
 
 #include <cmath>
 #include <limits>

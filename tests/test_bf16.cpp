@@ -1,7 +1,7 @@
 // gdn::bf16: exact widening, round-to-nearest-even narrowing, same bits on host and device.
 #include "test_support.hpp"
 
-#include <gdn/impl/backend.hpp>
+#include <gdn/impl/backend/backend.hpp>
 
 #include <cmath>
 #include <limits>

@@ -1,10 +1,10 @@
-// The library's own exp and log1p (gdn/impl/fixed_math.hpp): within 1 ulp of
+// The library's own exp and log1p (gdn/impl/core/fixed_math.hpp): within 1 ulp of
 // float64 over a sweep of the whole float range, the special values, and the
 // same bits on the execution space under test as on the host.
 #include "test_support.hpp"
 
-#include <gdn/impl/fixed_math.hpp>
-#include <gdn/impl/token_io.hpp>
+#include <gdn/impl/core/fixed_math.hpp>
+#include <gdn/impl/core/token_io.hpp>
 
 #include <algorithm>
 #include <cmath>

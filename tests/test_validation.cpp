@@ -3,7 +3,7 @@
 // state, ring and output buffer exactly as it was.
 #include "reject_harness.hpp"
 
-#include <gdn/impl/validate.hpp>
+#include <gdn/impl/validate/validate.hpp>
 
 #include <climits>
 #include <cmath>

@@ -8,7 +8,7 @@
 /// is exact (the 16 bits become the high half of a float); narrowing rounds
 /// to nearest, ties to even, and keeps NaN a (quiet) NaN. The same code runs
 /// on host and device, and the kernels store a bf16 state with it on every
-/// backend (impl/backend.hpp, store_frag), so a bf16 pool holds the same bits
+/// backend (impl/backend/backend.hpp, store_frag), so a bf16 pool holds the same bits
 /// whichever backend wrote it, NaN payloads included.
 
 #include <Kokkos_Core.hpp>

@@ -23,7 +23,7 @@
 /// its rows is read or written, the other rows get their bits), counting it
 /// in a device-side word per memory space that `gdn::skipped_rows` reads.
 
-#include <gdn/impl/skip_counter.hpp>
+#include <gdn/impl/launch/skip_counter.hpp>
 
 #include <Kokkos_Core.hpp>
 

@@ -85,7 +85,7 @@ struct TokenInputs {
 ///     decay = exp(-(exp(A_log[h]) * softplus(x))),  softplus(x) = x > 20 ? x : log1p(exp(x))
 ///     beta  = 1 / (1 + exp(-b[t, h]))
 ///
-/// with exp and log1p the library's own (impl/fixed_math.hpp: the same bits
+/// with exp and log1p the library's own (impl/core/fixed_math.hpp: the same bits
 /// on every backend), and uses them exactly as it uses given ones (the ring
 /// records the decay it computed, so the fold stays exact). `A_log` and
 /// `dt_bias` are float32 whatever `ActT` is.

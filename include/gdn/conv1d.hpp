@@ -16,16 +16,16 @@
 ///     y[p, c] = acc / (1 + exp(-acc))           (SiLU)
 ///
 /// in float32 (bf16 inputs are widened exactly; a bf16 output is rounded to
-/// nearest even), exp the library's own (impl/fixed_math.hpp). The forward,
+/// nearest even), exp the library's own (impl/core/fixed_math.hpp). The forward,
 /// the verify and the fold share this one order, so their results are
-/// bit-identical, on every backend. The kernels are in impl/conv_kernel.hpp.
+/// bit-identical, on every backend. The kernels are in impl/kernels/conv_kernel.hpp.
 
 #include <gdn/bf16.hpp>
 #include <gdn/config.hpp>
 #include <gdn/conv_inputs.hpp>
-#include <gdn/impl/conv_launch.hpp>
-#include <gdn/impl/profiling.hpp>
-#include <gdn/impl/static_checks.hpp>
+#include <gdn/impl/launch/conv_launch.hpp>
+#include <gdn/impl/launch/profiling.hpp>
+#include <gdn/impl/validate/static_checks.hpp>
 
 #include <Kokkos_Core.hpp>
 

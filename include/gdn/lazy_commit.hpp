@@ -21,16 +21,16 @@
 /// (docs/api.md, "Lazy commit").
 ///
 /// The kernels are those of the verify and the fold (impl/kernels/token_kernel.hpp,
-/// impl/fold_kernel.hpp), in their lazy mode; the ledger
-/// is impl/lazy_kernel.hpp.
+/// impl/kernels/fold_kernel.hpp), in their lazy mode; the ledger
+/// is impl/kernels/lazy_kernel.hpp.
 
 #include <gdn/config.hpp>
 #include <gdn/conv1d.hpp>
 #include <gdn/conv_inputs.hpp>
-#include <gdn/impl/eti.hpp>
-#include <gdn/impl/launch.hpp>
-#include <gdn/impl/profiling.hpp>
-#include <gdn/impl/static_checks.hpp>
+#include <gdn/impl/launch/eti.hpp>
+#include <gdn/impl/launch/launch.hpp>
+#include <gdn/impl/launch/profiling.hpp>
+#include <gdn/impl/validate/static_checks.hpp>
 #include <gdn/ring.hpp>
 
 #include <Kokkos_Core.hpp>

@@ -4,15 +4,15 @@
 /// \file state_fold.hpp
 /// \brief `gdn::state_fold`: commit the accepted prefix of the ring, every layer in one launch.
 ///
-/// The kernel is in impl/fold_kernel.hpp; it also folds the conv states (the
+/// The kernel is in impl/kernels/fold_kernel.hpp; it also folds the conv states (the
 /// overload with a `ConvFold`), in the same launch.
 
 #include <gdn/config.hpp>
 #include <gdn/conv_inputs.hpp>
-#include <gdn/impl/eti.hpp>
-#include <gdn/impl/launch.hpp>
-#include <gdn/impl/profiling.hpp>
-#include <gdn/impl/static_checks.hpp>
+#include <gdn/impl/launch/eti.hpp>
+#include <gdn/impl/launch/launch.hpp>
+#include <gdn/impl/launch/profiling.hpp>
+#include <gdn/impl/validate/static_checks.hpp>
 #include <gdn/ring.hpp>
 
 #include <Kokkos_Core.hpp>

@@ -7,10 +7,10 @@
 /// The kernel itself is in impl/kernels/token_kernel.hpp (shared with the forward).
 
 #include <gdn/config.hpp>
-#include <gdn/impl/eti.hpp>
-#include <gdn/impl/launch.hpp>
-#include <gdn/impl/profiling.hpp>
-#include <gdn/impl/static_checks.hpp>
+#include <gdn/impl/launch/eti.hpp>
+#include <gdn/impl/launch/launch.hpp>
+#include <gdn/impl/launch/profiling.hpp>
+#include <gdn/impl/validate/static_checks.hpp>
 #include <gdn/ring.hpp>
 
 #include <Kokkos_Core.hpp>

@@ -37,7 +37,7 @@
 /// square root or division whose result does not feed an add, so compiler
 /// contraction (`-ffp-contract`, nvcc `--fmad`) has nothing to change.
 
-#include <gdn/impl/backend.hpp>
+#include <gdn/impl/backend/backend.hpp>
 
 #include <Kokkos_Core.hpp>
 

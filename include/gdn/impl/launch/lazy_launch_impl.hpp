@@ -6,8 +6,8 @@
 /// (lazy_commit.hpp): validate, then launch. Included only by the explicit
 /// instantiations in src/.
 
-#include <gdn/impl/launch_impl.hpp>
-#include <gdn/impl/lazy_kernel.hpp>
+#include <gdn/impl/kernels/lazy_kernel.hpp>
+#include <gdn/impl/launch/launch_impl.hpp>
 
 #include <cstdint>
 #include <string>

@@ -7,8 +7,8 @@
 /// flush as the words the fold kernel copies (fold_kernel.hpp).
 
 #include <gdn/conv_inputs.hpp>
-#include <gdn/impl/skip_counter.hpp>
-#include <gdn/impl/view_types.hpp>
+#include <gdn/impl/launch/skip_counter.hpp>
+#include <gdn/impl/launch/view_types.hpp>
 
 #include <Kokkos_Core.hpp>
 

@@ -8,9 +8,9 @@
 #include <gdn/bf16.hpp>
 #include <gdn/config.hpp>
 #include <gdn/conv_inputs.hpp>
-#include <gdn/impl/conv_kernel.hpp>
-#include <gdn/impl/conv_launch.hpp>
-#include <gdn/impl/validate.hpp>
+#include <gdn/impl/kernels/conv_kernel.hpp>
+#include <gdn/impl/launch/conv_launch.hpp>
+#include <gdn/impl/validate/validate.hpp>
 
 #include <Kokkos_Core.hpp>
 

@@ -16,7 +16,7 @@
 
 #include <gdn/bf16.hpp>
 #include <gdn/config.hpp>
-#include <gdn/impl/conv_params.hpp>  // ConvInputs, the conv pools, the index views
+#include <gdn/impl/launch/conv_params.hpp>  // ConvInputs, the conv pools, the index views
 
 #include <cstddef>
 

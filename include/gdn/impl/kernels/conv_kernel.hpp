@@ -38,10 +38,10 @@
 
 #include <gdn/bf16.hpp>
 #include <gdn/config.hpp>
-#include <gdn/impl/backend.hpp>
-#include <gdn/impl/conv_launch.hpp>
-#include <gdn/impl/fixed_math.hpp>
-#include <gdn/impl/lazy_kernel.hpp>
+#include <gdn/impl/backend/backend.hpp>
+#include <gdn/impl/core/fixed_math.hpp>
+#include <gdn/impl/kernels/lazy_kernel.hpp>
+#include <gdn/impl/launch/conv_launch.hpp>
 
 #include <Kokkos_Core.hpp>
 

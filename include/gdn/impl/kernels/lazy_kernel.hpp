@@ -29,8 +29,8 @@
 
 #include <gdn/bf16.hpp>
 #include <gdn/config.hpp>
-#include <gdn/impl/backend.hpp>
-#include <gdn/impl/params.hpp>
+#include <gdn/impl/backend/backend.hpp>
+#include <gdn/impl/launch/params.hpp>
 
 #include <Kokkos_Core.hpp>
 

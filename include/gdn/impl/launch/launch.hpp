@@ -12,7 +12,7 @@
 /// state type, ring type) (eti.hpp): a user's translation unit never parses the kernels.
 
 #include <gdn/config.hpp>
-#include <gdn/impl/params.hpp>
+#include <gdn/impl/launch/params.hpp>
 
 #include <cstddef>
 #include <cstdint>

@@ -7,10 +7,10 @@
 
 #include <gdn/bf16.hpp>
 #include <gdn/config.hpp>
-#include <gdn/impl/fold_kernel.hpp>
+#include <gdn/impl/kernels/fold_kernel.hpp>
 #include <gdn/impl/kernels/token_kernel.hpp>
-#include <gdn/impl/launch.hpp>
-#include <gdn/impl/validate.hpp>
+#include <gdn/impl/launch/launch.hpp>
+#include <gdn/impl/validate/validate.hpp>
 #include <gdn/ring.hpp>
 
 #include <Kokkos_Core.hpp>

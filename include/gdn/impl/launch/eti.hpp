@@ -14,7 +14,7 @@
 /// its own, so that a parallel build compiles them side by side.
 
 #include <gdn/bf16.hpp>
-#include <gdn/impl/launch.hpp>
+#include <gdn/impl/launch/launch.hpp>
 
 #include <Kokkos_Core.hpp>
 

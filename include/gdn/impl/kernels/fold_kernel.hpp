@@ -45,11 +45,11 @@
 /// conv1d_fwd's commit over those n tokens (conv_commit, conv_kernel.hpp).
 
 #include <gdn/config.hpp>
-#include <gdn/impl/backend.hpp>
-#include <gdn/impl/conv_kernel.hpp>
+#include <gdn/impl/backend/backend.hpp>
 #include <gdn/impl/core/token_step.hpp>
-#include <gdn/impl/lazy_kernel.hpp>
-#include <gdn/impl/params.hpp>
+#include <gdn/impl/kernels/conv_kernel.hpp>
+#include <gdn/impl/kernels/lazy_kernel.hpp>
+#include <gdn/impl/launch/params.hpp>
 #include <gdn/ring.hpp>
 
 #include <Kokkos_Core.hpp>

@@ -7,10 +7,10 @@
 /// conv_params.hpp.
 
 #include <gdn/config.hpp>
-#include <gdn/impl/conv_params.hpp>
-#include <gdn/impl/skip_counter.hpp>
-#include <gdn/impl/token_io.hpp>
-#include <gdn/impl/view_types.hpp>
+#include <gdn/impl/core/token_io.hpp>
+#include <gdn/impl/launch/conv_params.hpp>
+#include <gdn/impl/launch/skip_counter.hpp>
+#include <gdn/impl/launch/view_types.hpp>
 
 #include <Kokkos_Core.hpp>
 

@@ -16,7 +16,7 @@
 
 #include <gdn/bf16.hpp>
 #include <gdn/config.hpp>
-#include <gdn/impl/fixed_math.hpp>
+#include <gdn/impl/core/fixed_math.hpp>
 
 #include <Kokkos_Core.hpp>
 

@@ -20,7 +20,8 @@ template <class T, class M>
 using PoolView = Kokkos::View<T****, Kokkos::LayoutRight, M>;  // state or ring pool
 template <class ActT, class M>
 using OutView = Kokkos::View<ActT**, Kokkos::LayoutStride, M>;  // [tokens, value_dim]
-/// A lazy ring's ledger [ring_rows, words] (impl/lazy_kernel.hpp), and as the kernels read it.
+/// A lazy ring's ledger [ring_rows, words] (impl/kernels/lazy_kernel.hpp), and as the kernels read
+/// it.
 template <class M>
 using Ledger = Kokkos::View<std::uint32_t**, Kokkos::LayoutRight, M>;
 template <class M>
