@@ -10,6 +10,7 @@ import gdn
 # The shared cases, each family's tests run with this file's `device` fixture.
 from cases_binding import *  # noqa: F401,F403
 from cases_conv import *  # noqa: F401,F403
+from cases_fla import *  # noqa: F401,F403
 from cases_fold import *  # noqa: F401,F403
 from cases_lazy import *  # noqa: F401,F403
 from cases_ops import *  # noqa: F401,F403

@@ -23,6 +23,7 @@ if not gdn.has_cuda:
 # The shared cases, each family's tests run with this file's `device` fixture.
 from cases_binding import *  # noqa: E402,F401,F403
 from cases_conv import *  # noqa: E402,F401,F403
+from cases_fla import *  # noqa: E402,F401,F403
 from cases_fold import *  # noqa: E402,F401,F403
 from cases_lazy import *  # noqa: E402,F401,F403
 from cases_ops import *  # noqa: E402,F401,F403
