@@ -105,3 +105,31 @@ def test_fla_says_what_gdn_does_not_support(device):
     with pytest.raises(ValueError, match="cu_seqlens"):
         f(q.detach(), k, v, g=g, beta=beta, use_qk_l2norm_in_kernel=True,
           cu_seqlens=torch.tensor([0, 5], dtype=torch.int32, device=device))
+
+
+def test_hf_use_gdn_switches_gated_deltanet_layers(device):
+    """gdn.hf.use_gdn rebinds the two recurrence functions of every module built like
+    transformers' Qwen3NextGatedDeltaNet (a stand-in here: transformers is not needed) and
+    leaves other modules alone; a model without such a layer is an error."""
+    import gdn.hf
+
+    class Qwen3NextGatedDeltaNet(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.chunk_gated_delta_rule = None
+            self.recurrent_gated_delta_rule = None
+
+    class Model(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.layers = torch.nn.ModuleList([Qwen3NextGatedDeltaNet(), torch.nn.Linear(2, 2),
+                                               Qwen3NextGatedDeltaNet()])
+
+    model = Model()
+    assert gdn.hf.use_gdn(model) == 2
+    for i in (0, 2):
+        assert model.layers[i].chunk_gated_delta_rule is gdn.fla.chunk_gated_delta_rule
+        assert (model.layers[i].recurrent_gated_delta_rule
+                is gdn.fla.fused_recurrent_gated_delta_rule)
+    with pytest.raises(ValueError, match="Gated DeltaNet"):
+        gdn.hf.use_gdn(torch.nn.Linear(2, 2))
