@@ -110,25 +110,40 @@ def _check(name, q, k, v, g, beta, scale, use_qk_l2norm_in_kernel, cu_seqlens, k
         raise ValueError(f"gdn.fla.{name}: with cu_seqlens, B must be 1 (got {B})")
 
 
+def _forward(q, k, v, g, beta, offsets, state, slots):
+    """gdn.recurrence_fwd over q, k, v (one qkv buffer, read in place where possible) from the
+    pool rows `slots` of `state` (written back); returns o [B, T, HV, V] of v's dtype."""
+    torch = _torch()
+    B, T, H, K = q.shape
+    HV, V = v.shape[2], v.shape[3]
+    tokens = B * T
+    qkv = _qkv_view(q, k, v)
+    if qkv is None:
+        qkv = torch.cat([q.reshape(tokens, H * K), k.reshape(tokens, H * K),
+                         v.reshape(tokens, HV * V)], dim=1).float()
+    decay = torch.exp(g.float()).reshape(tokens, HV)
+    beta_f = beta.float().reshape(tokens, HV)
+    out = torch.empty(tokens, HV * V, device=q.device, dtype=torch.float32)
+    gdn.recurrence_fwd(gdn.HeadConfig(H, HV, K, V), qkv, decay, beta_f, offsets, slots, state, out)
+    return out.reshape(B, T, HV, V).to(v.dtype)
+
+
+def _offsets(q, cu_seqlens):
+    torch = _torch()
+    B, T = q.shape[:2]
+    if cu_seqlens is not None:
+        return cu_seqlens.to(device=q.device, dtype=torch.int32)
+    return torch.arange(0, B * T + 1, T, device=q.device, dtype=torch.int32)
+
+
 def _run(name, q, k, v, g, beta, scale, initial_state, output_final_state, cu_seqlens,
          use_qk_l2norm_in_kernel, kwargs):
     torch = _torch()
     _check(name, q, k, v, g, beta, scale, use_qk_l2norm_in_kernel, cu_seqlens, kwargs)
-    B, T, H, K = q.shape
-    HV, V = v.shape[2], v.shape[3]
+    K, HV, V = q.shape[3], v.shape[2], v.shape[3]
     dev = q.device
-    tokens = B * T
     with torch.no_grad():
-        qkv = _qkv_view(q, k, v)
-        if qkv is None:
-            qkv = torch.cat([q.reshape(tokens, H * K), k.reshape(tokens, H * K),
-                             v.reshape(tokens, HV * V)], dim=1).float()
-        decay = torch.exp(g.float()).reshape(tokens, HV)
-        beta_f = beta.float().reshape(tokens, HV)
-        if cu_seqlens is not None:
-            offsets = cu_seqlens.to(device=dev, dtype=torch.int32)
-        else:
-            offsets = torch.arange(0, tokens + 1, T, device=dev, dtype=torch.int32)
+        offsets = _offsets(q, cu_seqlens)
         N = offsets.numel() - 1
         if initial_state is not None:
             state = initial_state.to(device=dev, dtype=torch.float32).clone().contiguous()
@@ -137,11 +152,8 @@ def _run(name, q, k, v, g, beta, scale, initial_state, output_final_state, cu_se
                                  f"{(N, HV, K, V)}, got {tuple(initial_state.shape)}")
         else:
             state = torch.zeros(N, HV, K, V, device=dev, dtype=torch.float32)
-        out = torch.empty(tokens, HV * V, device=dev, dtype=torch.float32)
         slots = torch.arange(N, device=dev, dtype=torch.int32)
-        cfg = gdn.HeadConfig(H, HV, K, V)
-        gdn.recurrence_fwd(cfg, qkv, decay, beta_f, offsets, slots, state, out)
-        o = out.reshape(B, T, HV, V).to(v.dtype)
+        o = _forward(q, k, v, g, beta, offsets, state, slots)
     return o, (state if output_final_state else None)
 
 

@@ -133,3 +133,28 @@ def test_hf_use_gdn_switches_gated_deltanet_layers(device):
                 is gdn.fla.fused_recurrent_gated_delta_rule)
     with pytest.raises(ValueError, match="Gated DeltaNet"):
         gdn.hf.use_gdn(torch.nn.Linear(2, 2))
+
+
+def test_vllm_pool_indexed_call_updates_its_rows_in_place(device):
+    """gdn.vllm's pool-indexed call: sequences of cu_seqlens read and write pool rows
+    ssm_state_indices in place (-1: a padding row, nothing read or written), the other rows
+    untouched; outputs and states as the float64 loop from those rows."""
+    import gdn.vllm
+    q, k, v, g, beta = inputs(device, B=1, T=7, H=2, HV=4, D=64, seed=5)
+    cu = torch.tensor([0, 3, 7, 7], dtype=torch.int32, device=device)
+    pool = torch.randn(5, 4, 64, 64, generator=torch.Generator().manual_seed(6)).to(device) * 0.1
+    before = pool.clone()
+    idx = torch.tensor([4, 1, -1], dtype=torch.int32, device=device)
+    o, same = gdn.vllm.fused_recurrent_gated_delta_rule(
+        q, k, v, g, beta, 64 ** -0.5, pool, True, cu, idx, None, True)
+    assert same is pool
+    h0 = before[[4, 1, 0]].cpu()  # the third sequence is empty (and a padding row)
+    ro, rs = fla_reference(q.cpu(), k.cpu(), v.cpu(), g.cpu(), beta.cpu(), h0, cu.cpu())
+    assert rel(o, ro) < 1e-5
+    assert rel(pool[4], rs[0]) < 1e-5 and rel(pool[1], rs[1]) < 1e-5
+    for r in (0, 2, 3):
+        assert torch.equal(pool[r], before[r])
+    with pytest.raises(NotImplementedError, match="state_fold"):
+        gdn.vllm.fused_recurrent_gated_delta_rule(
+            q, k, v, g, beta, 64 ** -0.5, pool, True, cu, idx,
+            torch.tensor([1, 1, 1], dtype=torch.int32, device=device), True)
