@@ -542,3 +542,48 @@ TEST(LazyChecking, MessagesGiveTheNumbers) {
 }
 
 }  // namespace
+
+// With the checking mode off, indices out of range in the lazy flow are skipped like padding
+// rows: a verify row whose history row or state slot is out of range reads and writes
+// nothing (outputs, state, history and ledger as the call without it, counted once);
+// lazy_accept and state_flush leave such entries alone (a flush entry whose state row is
+// out of range keeps its records pending).
+TEST(LazyCommit, OutOfRangeRowsAreSkippedAndCounted) {
+  const ExecSpace space;
+  const auto cfg = heads(2, 4, 64);
+  const int stride = int(gdn::ring_record_elements(64, 64, 2));
+  const Problem p = make_problem(cfg, {3, 2, 4}, 7300);
+  const Problem good = sub_problem(p, {0u, 0u, p.offsets[2]}, {3u, 0u, 4u});  // row 1 dropped
+  const auto S0 = make_state<float>(4, cfg, 7301);
+  auto S_bad = clone(S0), S_good = clone(S0);
+  const auto lazy_bad = make_lazy<float>(3, cfg, 8, stride);
+  const auto lazy_good = make_lazy<float>(3, cfg, 8, stride);
+  const DeviceInputs d = upload(p), dg = upload(good);
+  const Strided2D o_bad = make_out(p), o_good = make_out(good);
+  gdn::reset_skipped_rows(space);
+  // Row 1's history row (3) is outside the 3-row history.
+  gdn::recurrence_verify_lazy(space, cfg, d.in, to_device({0u, 1u, 2u}), S_bad, o_bad.view,
+                              to_device({0u, 3u, 2u}), lazy_bad);
+  gdn::recurrence_verify_lazy(space, cfg, dg.in, to_device({0u, 1u, 2u}), S_good, o_good.view,
+                              to_device({0u, 1u, 2u}), lazy_good);
+  EXPECT_EQ(gdn::skipped_rows(space), 1u) << "the verify counts the row once";
+  const std::vector<float> ob = read_2d(o_bad), og = read_2d(o_good);
+  const int VD = cfg.value_dim();
+  EXPECT_TRUE(same_bits(std::vector<float>(ob.begin(), ob.begin() + 3 * VD),
+                        std::vector<float>(og.begin(), og.begin() + 3 * VD)));
+  EXPECT_TRUE(same_bits(std::vector<float>(ob.begin() + 5 * VD, ob.end()),
+                        std::vector<float>(og.begin() + 3 * VD, og.end())));
+  EXPECT_TRUE(same_bytes(bytes_of(S_bad), bytes_of(S_good)));
+  // lazy_accept with the bad row; then a flush whose row 2 names state row 9 (of 4).
+  gdn::lazy_accept(space, to_device(1, 3, {0u, 3u, 2u}), lazy_bad, to_device({2u, 1u, 3u}));
+  gdn::lazy_accept(space, to_device(1, 3, {0u, 1u, 2u}), lazy_good, to_device({2u, 0u, 3u}));
+  EXPECT_EQ(ledger_of(lazy_bad.ledger), ledger_of(lazy_good.ledger));
+  gdn::reset_skipped_rows(space);
+  gdn::state_flush(space, cfg, to_device(1, 3, {0u, 1u, 9u}), S_bad, to_device(1, 3, {0u, 3u, 2u}),
+                   lazy_bad);
+  EXPECT_EQ(gdn::skipped_rows(space), 2u) << "the flush's two bad entries";
+  const std::vector<std::uint32_t> led = ledger_of(lazy_bad.ledger);
+  const std::size_t words = lazy_bad.ledger.extent(1);
+  EXPECT_EQ(led[0], 0u) << "row 0 was flushed";
+  EXPECT_EQ(led[2 * words], 3u) << "row 2's records stay pending: its state row is out of range";
+}

@@ -178,8 +178,10 @@ struct FoldKernel {
     if (bad && h == 0 && tile == 0 && team.team_rank() == 0) count_skipped_row(m.skipped);
     if constexpr (Lazy) {
       if (n > 0 && m.offsets.extent(0) > 0) {  // before a verify: only a window that overflows
-        const std::uint32_t len = m.offsets(b + 1) - m.offsets(b);
+        const std::uint32_t o0 = m.offsets(b), o1 = m.offsets(b + 1);
+        const std::uint32_t len = o1 - o0;
         if (len == 0 || len <= std::uint32_t(m.ring_len - n)) n = 0;
+        if (o1 < o0 || o1 > m.tokens) n = 0;  // the verify skips this row: nothing to commit
       }
     }
     if (n <= 0) return;

@@ -34,6 +34,7 @@
 
 #include <Kokkos_Core.hpp>
 
+#include <cstddef>
 #include <cstdint>
 #include <type_traits>
 
@@ -123,11 +124,16 @@ struct LedgerBeforeVerify {
   IndexView<M> state_slots;  // [B]
   IndexView<M> ring_slots;   // [B]
   int capacity = 0;
+  std::size_t pool_rows = 0;  // state.extent(0)
+  std::size_t tokens = 0;     // qkv.extent(0)
 
   KOKKOS_INLINE_FUNCTION void operator()(int b) const {
-    const std::uint32_t len = offsets(b + 1) - offsets(b);
+    const std::uint32_t o0 = offsets(b), o1 = offsets(b + 1);
+    const std::uint32_t len = o1 - o0;
     const std::uint32_t slot = state_slots(b), row = ring_slots(b);
     if (len == 0 || slot == pad_slot || row == pad_slot) return;
+    // A row the verify skips for an index out of range keeps its ledger row.
+    if (slot >= pool_rows || row >= ledger.extent(0) || o1 < o0 || o1 > tokens) return;
     const int c = pending_records(ledger(row, 0), capacity);
     if (len > std::uint32_t(capacity - c)) clear_ledger_row(ledger, row);
   }
@@ -149,7 +155,7 @@ struct LedgerAccept {
   KOKKOS_INLINE_FUNCTION void operator()(int e) const {
     const int l = e / batch, b = e % batch;
     const std::uint32_t row = ring_rows(l, b), n = accepted(b);
-    if (row == pad_slot || n == 0) return;
+    if (row == pad_slot || n == 0 || row >= ledger.extent(0)) return;  // padding or out of range
     const int c = pending_records(ledger(row, 0), capacity);
     if (n > std::uint32_t(capacity - c)) return;
     const int last = c + static_cast<int>(n) - 1;
@@ -167,12 +173,16 @@ struct LedgerClear {
   IndexTable<M> ring_rows;   // [L, B]
   IndexTable<M> state_rows;  // [L, B] (flush) or empty (drop)
   int batch = 0;
+  std::size_t pool_rows = 0;  // the flush: state.extent(0), whose fold skipped rows beyond it
 
   KOKKOS_INLINE_FUNCTION void operator()(int e) const {
     const int l = e / batch, b = e % batch;
     const std::uint32_t row = ring_rows(l, b);
-    if (row == pad_slot) return;
-    if (state_rows.extent(0) > 0 && state_rows(l, b) == pad_slot) return;
+    if (row == pad_slot || row >= ledger.extent(0)) return;  // padding or out of range
+    if (state_rows.extent(0) > 0 &&
+        (state_rows(l, b) == pad_slot || state_rows(l, b) >= pool_rows)) {
+      return;  // the flush did not commit this entry: its records stay pending
+    }
     clear_ledger_row(ledger, row);
   }
 };

@@ -108,10 +108,13 @@ void run_verify_lazy(
       lazy_fold_params(cfg, one_layer(state_slots), state, one_layer(ring_slots),
                        Kokkos::View<const RingT****, Kokkos::LayoutRight, M>(history), ledger);
   fp.offsets = in.row_offsets;
+  fp.tokens = in.qkv.extent(0);
+  fp.skipped = SkipCounter<M>();  // the verify kernel counts a skipped row, once
   launch_lazy_fold("gdn::recurrence_verify_lazy::commit", space, cfg, fp, commit_items, 0, true);
   launch_ledger("gdn::recurrence_verify_lazy::ledger", space, static_cast<long long>(batch),
                 LedgerBeforeVerify<ExecSpace>{ledger, in.row_offsets, state_slots, ring_slots,
-                                              static_cast<int>(history.extent(2))});
+                                              static_cast<int>(history.extent(2)), state.extent(0),
+                                              in.qkv.extent(0)});
   RecurrenceParams<ActT, StateT, RingT, M> p =
       recurrence_params(in, state_slots, state, out, ring_slots, history);
   p.ledger = ledger;
@@ -248,7 +251,8 @@ void FlushLauncher<ExecSpace, StateT, RingT>::flush(
       lazy_fold_params(cfg, state_rows, state, ring_rows, history, ledger, conv, width), items,
       conv_items);
   launch_ledger("gdn::state_flush::ledger", space, static_cast<long long>(layers * batch),
-                LedgerClear<ExecSpace>{ledger, ring_rows, state_rows, static_cast<int>(batch)});
+                LedgerClear<ExecSpace>{ledger, ring_rows, state_rows, static_cast<int>(batch),
+                                       state.extent(0)});
 }
 
 }  // namespace Impl

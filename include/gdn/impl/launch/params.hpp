@@ -14,6 +14,8 @@
 
 #include <Kokkos_Core.hpp>
 
+#include <cstddef>
+
 namespace gdn {
 namespace Impl {
 
@@ -48,6 +50,7 @@ struct FoldParams {
   LedgerView<M> ledger;    // [ring_rows, words] (lazy: the pending records)
   SkipCounter<M> skipped;  // rows skipped for an index out of range
   IndexView<M> offsets;    // [B+1] (a lazy verify's commit: only rows whose window overflows)
+  std::size_t tokens = 0;  // qkv.extent(0) (a lazy verify's commit: rows ending past it skipped)
   ConvFoldWords<M> conv;   // the conv pools, if any
   int nv = 0;
   int group = 1;
