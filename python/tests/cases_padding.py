@@ -14,7 +14,7 @@ from cases_support import (ConvProblem, Problem, bits_equal, expect_error, fold_
 PAD = -1
 # (length, state slot, ring slot): padding rows first, in the middle and last, by the state slot,
 # the ring slot or both, empty and with tokens (19 > RING_LEN: it would commit state row 2, and
-# is longer than a chunk). The forward looks only at the state slot.
+# is longer than a staging pass of 16 tokens). The forward looks only at the state slot.
 PAD_ROWS = [(2, PAD, PAD), (3, 6, 0), (4, PAD, 5), (20, 1, 1), (19, 2, PAD), (4, 4, 2),
             (3, 7, PAD), (0, 0, 4), (1, 3, 3), (1, PAD, 0)]
 PAD_RING_LEN = 4

@@ -26,7 +26,7 @@ def test_forward_matches_float64_reference(device, state_dtype, nk, nv, dk):
     sync(device)
     assert out.dtype == torch.float32 and state.dtype == state_dtype
     # A bf16 pool rounds the committed state to 8 significant bits (2^-9 relative each time it
-    # is stored); 2^-7 leaves room for a store per chunk.
+    # is stored); 2^-7 leaves room for the stores of a call.
     assert_close_to_reference(out, state, p, state_tol=TOL if state_dtype == torch.float32
                               else 2.0 ** -7)
 

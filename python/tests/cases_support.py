@@ -6,7 +6,7 @@ each of those two files supplies the `device` fixture.
 The reference is a plain PyTorch float64 loop over tokens with the per-token
 mathematics of docs/design.md section 2 (qf, kinv, S <- a*S, kv = S^T k,
 u = beta*(v - kv*kinv)*kinv, S += k u^T, out = qf * S^T q). The library
-computes the same in float32 in its own (chunked) order, so the two agree
+computes the same in float32 in its own (canonical) order, so the two agree
 within a tolerance; kernels are compared with each other bit for bit only
 where docs/design.md promises it (verify vs forward, fold vs forward, strided vs
 dense inputs). The conv1d calls have their own float64 reference

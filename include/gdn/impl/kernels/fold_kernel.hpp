@@ -71,7 +71,7 @@ struct FoldKernel {
   static constexpr int kTileCols = Shape::tile_cols;
   static constexpr int kColGroups = kTileCols / kCols;
   static constexpr int kTiles = (Dk / kTileRows) * (Dk / kTileCols);  // per head
-  static constexpr int kC = 16;  // records staged per barrier (any count works; not the chunk)
+  static constexpr int kC = 16;  // records staged per barrier (any count gives the same bits)
   static_assert(kColGroups * (kTileRows / kRows) == kThreads, "threads cover the tile once");
   static_assert(Dk % kTileRows == 0 && Dk % kTileCols == 0, "tiles cover the head");
   static constexpr int kKeyFloats = kC * kTileRows;
