@@ -23,13 +23,14 @@
 /// **The canonical order.** Every sum over the key dimension (kv, out, the
 /// squared norms) splits its `Dk` terms into blocks of kBlockRows = 16
 /// consecutive rows; each block is an fma chain from 0 in ascending rows;
-/// the block sums meet in one fixed tree (`block_tree`: b[e] + b[e + NB/2]
+/// the block sums meet in one fixed tree (b[e] + b[e + NB/2]
 /// first, then halving; eight blocks give ((b0+b4)+(b2+b6))+((b1+b5)+(b3+b7))).
 /// A thread may hold several consecutive blocks of a column (`BPL`, blocks
 /// per lane) and a column's blocks may be spread over `Lanes` lanes (lane
 /// `l` holds blocks [l*BPL, (l+1)*BPL)): the lanes' bits are the high bits
-/// of a block's index, so the butterfly over the lanes (lane_sum,
-/// backend.hpp) is the top of the tree and the local block_tree its bottom.
+/// of a block's index, so the butterfly over the lanes (scatter_combine,
+/// with lane_xor of backend.hpp) is the top of the tree and the local tree
+/// its bottom.
 /// Additions commute, so every lane that ends with a sum holds the same bits,
 /// whatever the mapping: the bits depend on the mathematics only.
 ///
@@ -95,19 +96,85 @@ KOKKOS_FORCEINLINE_FUNCTION float block_chain(const float* x, const float* y) {
   return acc;
 }
 
+/// Columns a lane holds after scatter_combine: `CB / Lanes` when the lanes
+/// outnumber no columns, otherwise one column that `Lanes / CB` lanes share.
+template <int Lanes, int CB>
+constexpr int own_cols() {
+  return CB >= Lanes ? CB / Lanes : 1;
+}
+
+/// The butterfly steps of scatter_combine at lane distances D, D/2, ..., 1
+/// with `W` columns still held. While a lane holds several columns it keeps
+/// one half (the upper half where bit D of its lane is set) and sends the
+/// other to the lane D away, which sends it the matching half of its own: a
+/// reduce-scatter. With one column left the step is a plain butterfly. Each
+/// step adds the same two partial sums as the butterfly of every column
+/// would, so every result has the bits of the canonical tree.
+template <int Stride, int D, int W, int BPL, int CB>
+KOKKOS_FORCEINLINE_FUNCTION void scatter_steps(float (&acc)[BPL][CB], int lane) {
+  if constexpr (D >= 1) {
+    const bool upper = (lane & D) != 0;
+    GDN_UNROLL
+    for (int lb = 0; lb < BPL; ++lb) {
+      if constexpr (W > 1) {
+        constexpr int H = W / 2;
+        GDN_UNROLL
+        for (int c = 0; c < H; ++c) {
+          const float send = upper ? acc[lb][c] : acc[lb][c + H];
+          const float keep = upper ? acc[lb][c + H] : acc[lb][c];
+          acc[lb][c] = keep + lane_xor<Stride>(send, D);
+        }
+      } else {
+        acc[lb][0] = acc[lb][0] + lane_xor<Stride>(acc[lb][0], D);
+      }
+    }
+    scatter_steps<Stride, D / 2, (W > 1 ? W / 2 : 1), BPL, CB>(acc, lane);
+  }
+}
+
+/// The first of the `own_cols` consecutive columns that lane `lane` holds
+/// after scatter_combine.
+template <int Lanes, int CB>
+KOKKOS_FORCEINLINE_FUNCTION constexpr int own_col0(int lane) {
+  int base = 0, w = CB;
+  for (int d = Lanes / 2; d >= 1; d /= 2) {
+    if (w > 1) {
+      w /= 2;
+      if ((lane & d) != 0) base += w;
+    }
+  }
+  return base;
+}
+
+/// The lowest lane that holds column `c` after scatter_combine.
+template <int Lanes, int CB>
+KOKKOS_FORCEINLINE_FUNCTION constexpr int owner_lane(int c) {
+  int lane = 0, base = 0, w = CB;
+  for (int d = Lanes / 2; d >= 1; d /= 2) {
+    if (w > 1) {
+      w /= 2;
+      if (c >= base + w) {
+        lane |= d;
+        base += w;
+      }
+    }
+  }
+  return lane;
+}
+
 /// The canonical combination of a column block's partial sums: `acc[lb][c]`
 /// is this lane's block `lb` of column `c`. First the butterfly over the
-/// `Lanes` lanes that share the columns (lane_sum; the identity with one
-/// lane), then the fixed tree over the local blocks. `sum[c]` ends with the
-/// canonical sum in every lane. Overwrites `acc`.
+/// `Lanes` lanes that share the columns (a reduce-scatter, scatter_steps;
+/// nothing with one lane), then the fixed tree over the local blocks.
+/// `sum[i]` ends with the canonical sum of column own_col0(lane) + i, for
+/// i < own_cols. Overwrites `acc`.
 template <int Lanes, int Stride, int BPL, int CB>
-KOKKOS_FORCEINLINE_FUNCTION void block_combine(float (&acc)[BPL][CB], float (&sum)[CB]) {
-  static_assert((BPL & (BPL - 1)) == 0, "a power of two of blocks per lane");
-  GDN_UNROLL
-  for (int lb = 0; lb < BPL; ++lb) {
-    GDN_UNROLL
-    for (int c = 0; c < CB; ++c) acc[lb][c] = lane_sum<Lanes, Stride>(acc[lb][c]);
-  }
+KOKKOS_FORCEINLINE_FUNCTION void scatter_combine(float (&acc)[BPL][CB], int lane,
+                                                 float (&sum)[own_cols<Lanes, CB>()]) {
+  static_assert((BPL & (BPL - 1)) == 0 && (Lanes & (Lanes - 1)) == 0 && (CB & (CB - 1)) == 0,
+                "powers of two of blocks, lanes and columns");
+  constexpr int Own = own_cols<Lanes, CB>();
+  scatter_steps<Stride, Lanes / 2, CB, BPL, CB>(acc, lane);
   GDN_UNROLL
   GDN_HOST_UNROLL
   for (int w = BPL / 2; w >= 1; w /= 2) {
@@ -115,11 +182,25 @@ KOKKOS_FORCEINLINE_FUNCTION void block_combine(float (&acc)[BPL][CB], float (&su
     GDN_HOST_UNROLL
     for (int e = 0; e < w; ++e) {
       GDN_SIMD
-      for (int c = 0; c < CB; ++c) acc[e][c] = acc[e][c] + acc[e + w][c];
+      for (int c = 0; c < Own; ++c) acc[e][c] = acc[e][c] + acc[e + w][c];
     }
   }
   GDN_SIMD
-  for (int c = 0; c < CB; ++c) sum[c] = acc[0][c];
+  for (int c = 0; c < Own; ++c) sum[c] = acc[0][c];
+}
+
+/// Every column's value from the lane holding it after scatter_combine:
+/// `all[c]` = the `own` entry for column c of its owner lane, whose warp lane
+/// is `owner * Stride + group_lane0` (`group_lane0`: the warp lane of this
+/// group's lane 0). With one lane a copy.
+template <int Lanes, int Stride, int CB>
+KOKKOS_FORCEINLINE_FUNCTION void gather_columns(const float (&own)[own_cols<Lanes, CB>()],
+                                                float (&all)[CB], int group_lane0) {
+  GDN_UNROLL
+  for (int c = 0; c < CB; ++c) {
+    const int src = owner_lane<Lanes, CB>(c);
+    all[c] = lane_read(own[c - own_col0<Lanes, CB>(src)], src * Stride + group_lane0);
+  }
 }
 
 /// `sum_i x[i] * y[i]` over the `D` staged floats at `x`, `y` in the
@@ -137,7 +218,7 @@ KOKKOS_FORCEINLINE_FUNCTION float canonical_dot(const float* x, const float* y, 
     acc[lb][0] = block_chain(x + i0, y + i0);
   }
   float sum[1];
-  block_combine<Lanes, Stride, BPL, 1>(acc, sum);
+  scatter_combine<Lanes, Stride, BPL, 1>(acc, lane, sum);
   return sum[0];
 }
 
@@ -150,7 +231,7 @@ KOKKOS_FORCEINLINE_FUNCTION float canonical_dot(const float* x, const float* y, 
 /// (decay_line) and its key sums `kv` with key `kn` (on the decayed state).
 /// Each element is read and written once per pass; `k`, `q`, `kn` point at
 /// this lane's first staged row. Every partial sum is its block's fma chain
-/// in ascending rows (block_combine finishes them).
+/// in ascending rows (scatter_combine finishes them).
 template <int BPL, int Cols, int CB, bool Apply, bool Next>
 KOKKOS_FORCEINLINE_FUNCTION void token_sweep(float (&st)[BPL * kBlockRows][Cols], int c0,
                                              const float* k, const float* q, const float (&u)[CB],

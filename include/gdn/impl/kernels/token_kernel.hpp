@@ -24,18 +24,26 @@
 /// team holds its tile in registers from the first token of the row to the
 /// last, so the state is read once and written at most once: CUDA 128
 /// threads (Dk = 128), lane groups of Dk / 16 lanes, lane `l` holding the
-/// canonical block of rows [16 l, 16 l + 16) of its group's 4 columns;
-/// persistent teams, each hinting its next item's tile into L2 as it
-/// starts an item. Host: one thread holds the tile, swept 16 columns at a
-/// time. Per stage of up to kStage tokens: every thread issues its copies
-/// of the stage's k, q, the tile's v, decay and beta into scratch (one
-/// trip), a barrier, lane groups compute the squared norms, a barrier, then
-/// every thread runs the stage's tokens over its columns: for each token
-/// one sweep applies its update and takes its readout sums and the next
-/// token's decay and key sums (token_sweep), the lanes combine the sums in
-/// the canonical tree (block_combine), and each lane computes the next delta
-/// factors of its columns itself. A group's lanes share the stores of the
-/// outputs and delta-factor records.
+/// canonical block of rows [16 l, 16 l + 16) of its group's 4 columns,
+/// persistent teams; host: one thread holds the tile, swept 16 columns at a
+/// time.
+///
+/// Pipeline. A team's work is a sequence of stages (up to Shape::stage
+/// tokens of an item). Two staging buffers in team scratch take turns: while
+/// a stage computes on one, the next stage's k, q, the tile's v, decay and
+/// beta are in flight into the other (asynchronous copies), and while an
+/// item's last stage computes, so is the next item's state tile into a third
+/// buffer (CUDA, Shape::state_buffer; the host loads its tile from the pool).
+/// A stage: wait for its copies, barrier, (first stage) the fragment from
+/// the state buffer and, lazy, the pending records folded in, lane groups
+/// compute the squared norms, barrier, issue the next copies, then every
+/// thread runs the stage's tokens over its columns: for each token one sweep
+/// applies its update and takes its readout sums and the next token's decay
+/// and key sums (token_sweep); the lanes of a group reduce-scatter the sums
+/// in the canonical tree (scatter_combine), so each lane ends with the sums
+/// of its own columns, computes their delta factors, and the group gathers
+/// the delta factors of all its columns (gather_columns). The lane holding a
+/// column writes its output and record.
 
 #include <gdn/config.hpp>
 #include <gdn/impl/backend/backend.hpp>
@@ -93,16 +101,18 @@ struct TokenKernel {
   static constexpr int kCB = Shape::col_block;
   static constexpr int kThreads = Shape::threads;
   static constexpr int kGroups = kTokenTile / kCols;
-  static constexpr int kRows = Dk / kLanes;        // fragment rows per thread
-  static constexpr int kBPL = kRows / kBlockRows;  // canonical blocks per lane
-  static constexpr int kTiles = Dk / kTokenTile;   // tiles per head
-  static constexpr int kStage = 16;                // tokens staged per barrier
+  static constexpr int kRows = Dk / kLanes;                     // fragment rows per thread
+  static constexpr int kBPL = kRows / kBlockRows;               // canonical blocks per lane
+  static constexpr int kTiles = Dk / kTokenTile;                // tiles per head
+  static constexpr int kStage = Shape::stage;                   // tokens staged per barrier
+  static constexpr int kOwn = own_cols<kLanes, kCB>();          // columns a lane holds after a sum
+  static constexpr int kDup = kLanes > kCB ? kLanes / kCB : 1;  // lanes sharing them
   static_assert(kGroups * kLanes == kThreads && kCols % kCB == 0, "threads cover the tile once");
   static_assert(kBPL * kBlockRows * kLanes == Dk, "whole canonical blocks per lane");
   static_assert(Dk % kTokenTile == 0, "head dim: a multiple of the tile");
 
-  /// Team scratch, floats: k, q [kStage][Dk], v [kStage][kTokenTile], then
-  /// per token a, beta, kinv, qf [kStage] each.
+  /// A staging buffer in team scratch, floats: k, q [kStage][Dk], v
+  /// [kStage][kTokenTile], then per token a, beta, kinv, qf [kStage] each.
   static constexpr int kK = 0;
   static constexpr int kQ = kK + kStage * Dk;
   static constexpr int kV = kQ + kStage * Dk;
@@ -110,7 +120,13 @@ struct TokenKernel {
   static constexpr int kBeta = kA + kStage;
   static constexpr int kKinv = kBeta + kStage;
   static constexpr int kQf = kKinv + kStage;
-  static constexpr int kScratchFloats = kQf + kStage;
+  static constexpr int kBufFloats = kQf + kStage;
+  /// Team scratch: two staging buffers (one computed on while the other
+  /// fills), then with Shape::state_buffer the next item's state tile.
+  static constexpr int kStateFloats =
+      Shape::state_buffer ? Dk * kTokenTile * int(sizeof(StateT)) / 4 : 0;
+  static constexpr int kScratchFloats = 2 * kBufFloats + kStateFloats;
+  static_assert(kBufFloats % 4 == 0, "16-byte aligned buffers");
   using Policy = Kokkos::TeamPolicy<ExecSpace, Kokkos::LaunchBounds<kThreads, Shape::min_teams>,
                                     TeamKernelLaunch>;
   using Member = typename Policy::member_type;
@@ -128,19 +144,20 @@ struct TokenKernel {
     return Shape::league(space, items);
   }
 
-  /// A work item and the index entries it reads, loaded together; len 0:
-  /// nothing to do (an empty or a padding row, or an index out of range).
-  /// Lazy: `pending` history records to fold first, which is also the
+  /// A work item and the index entries it reads, loaded together; index -1:
+  /// none. Lazy: `pending` history records to fold first, which is also the
   /// window's first record position.
   struct Item {
-    int h = 0, tile = 0, t0 = 0, len = 0;
+    int index = -1, h = 0, tile = 0, t0 = 0, len = 0;
     std::uint32_t slot = 0, ring_row = 0;
     int pending = 0;
-    bool bad = false;  // an index out of range (not padding): counted once per row
   };
 
-  KOKKOS_INLINE_FUNCTION Item item_at(int item) const {
+  /// The item at `item`; len 0: nothing to do (an empty or a padding row, or
+  /// an index out of range, which `bad` reports once per row).
+  KOKKOS_INLINE_FUNCTION Item item_at(int item, bool& bad) const {
     Item it;
+    it.index = item;
     it.tile = item % kTiles;
     const int bh = item / kTiles;
     it.h = bh % m.nv;
@@ -150,6 +167,7 @@ struct TokenKernel {
     if constexpr (Verify) it.ring_row = m.ring_slots(b);
     it.t0 = static_cast<int>(o0);
     it.len = static_cast<int>(o1 - o0);
+    bad = false;
     // Padding rows (gdn::pad_slot) and indices outside their pools are no
     // work: none of their rows is read or written.
     const bool pad = it.slot == pad_slot || (Verify && it.ring_row == pad_slot);
@@ -158,7 +176,7 @@ struct TokenKernel {
       it.len = 0;
     } else if (it.slot >= m.state.extent(0) || !ring_ok || o1 < o0 || o1 > m.in.m_qkv.extent(0)) {
       it.len = 0;
-      it.bad = it.h == 0 && it.tile == 0;
+      bad = it.h == 0 && it.tile == 0;
     }
     if constexpr (Lazy) {
       if (it.len > 0) it.pending = pending_records(m.ledger(it.ring_row, 0), m.ring_len);
@@ -166,157 +184,235 @@ struct TokenKernel {
     return it;
   }
 
-  /// Items league_rank, + league_size, ...; the next item's index entries
-  /// are loaded before the current item runs.
+  /// The first item with work among `item`, + league size, ... (index -1:
+  /// none), counting the skipped rows with an index out of range.
+  KOKKOS_INLINE_FUNCTION Item find(const Member& team, int item) const {
+    for (; item < m_items; item += team.league_size()) {
+      bool bad = false;
+      const Item it = item_at(item, bad);
+      if (bad && team.team_rank() == 0) count_skipped_row(m.skipped);
+      if (it.len > 0) return it;
+    }
+    return Item();
+  }
+
+  /// Items league_rank, + league_size, ...: each item's stages in turn,
+  /// the next stage's inputs (and, before an item's last stage computes, the
+  /// next item's state tile) in flight while the current one computes.
   KOKKOS_INLINE_FUNCTION void operator()(const Member& team) const {
-    int item = team.league_rank();
-    if (item >= m_items) return;
+    if (team.league_rank() >= m_items) return;
     // Team scratch is taken once per team: every take advances Kokkos' scratch pointer.
     float* const s = align16(ScratchView(team.team_scratch(0), kScratchFloats + 4).data());
-    Item cur = item_at(item);
-    for (; item < m_items; item += team.league_size()) {
-      const int next = item + team.league_size();
-      const Item nxt = next < m_items ? item_at(next) : Item();
-      if (cur.len > 0) run_item(team, s, cur, nxt);
-      if (cur.bad && team.team_rank() == 0) count_skipped_row(m.skipped);
+    Item cur = find(team, team.league_rank());
+    if (cur.index < 0) return;
+    issue_inputs(team.team_rank(), s, cur, 0);
+    issue_state(team.team_rank(), s, cur);
+    int buf = 0;
+    while (cur.index >= 0) {
+      const Item nxt = find(team, cur.index + team.league_size());
+      run_item(team, s, buf, cur, nxt);
       cur = nxt;
     }
   }
 
-  KOKKOS_INLINE_FUNCTION void run_item(const Member& team, float* s, const Item& it,
+  KOKKOS_INLINE_FUNCTION void run_item(const Member& team, float* s, int& buf, const Item& it,
                                        const Item& nxt) const {
     const int rank = team.team_rank();
-    int lane = 0, group = 0, warp_group0 = 0;
-    Shape::place(rank, lane, group, warp_group0);
+    int lane = 0, group = 0, gl0 = 0;
+    Shape::place(rank, lane, group, gl0);
     const int h = it.h, kh = h / m.group, g = h % m.group;
-    const int tcol = it.tile * kTokenTile;  // the tile's first column in the head
-    const int col0 = group * kCols;         // this thread's first tile column
+    const int tcol = it.tile * kTokenTile;       // the tile's first column in the head
+    const int col0 = group * kCols;              // this thread's first tile column
+    const int oc = own_col0<kLanes, kCB>(lane);  // its first column of each sum
     const bool record = Verify && it.len <= m.ring_len;
-
-    StateT* const frag = &m.state(it.slot, h, lane * kRows, tcol + col0);
-    float st[kRows][kCols];
-    GDN_UNROLL
-    for (int i = 0; i < kRows; ++i) load_frag<kCols>(frag + i * Dk, st[i]);
-    if (nxt.len > 0) {
-      prefetch_tile_l2(&m.state(nxt.slot, nxt.h, 0, nxt.tile * kTokenTile), Dk,
-                       kTokenTile * int(sizeof(StateT)), long(Dk) * long(sizeof(StateT)), rank,
-                       kThreads);
-    }
-    if constexpr (Lazy) {
-      if (it.pending > 0) advance(team, s, st, it, kh, g, lane, col0, tcol);
-    }
-
-    // Record pointers: position `pending` (the window's first record) of the row.
-    RingT* rec = nullptr;
+    // The stores of a lane (columns col0 + cb + oc + i): outputs by the first
+    // of the kDup lanes holding a column, records by the last.
+    const bool writes_out = lane % kDup == 0, writes_rec = lane % kDup == kDup - 1;
+    const long os0 = static_cast<long>(m.out.m_out.stride(0));
+    const long os1 = static_cast<long>(m.out.m_out.stride(1));
+    ActT* const orow =
+        m.out.m_out.data() + long(it.t0) * os0 + (long(h) * Dk + tcol + col0 + oc) * os1;
+    RingT* rec = nullptr;  // record position `pending` (the window's first) of the row
     long rec_stride = 0;
+    const RingLayout lay{Dk, Dk, m.group};
     if constexpr (Verify) {
       if (record) {
         rec = &m.ring(it.ring_row, kh, it.pending, 0);
         rec_stride = static_cast<long>(m.ring.extent(3));
       }
     }
-    const RingLayout lay{Dk, Dk, m.group};
-    const long ocol = long(h) * Dk + tcol + col0;  // this thread's first output column
+    RingT* const urow = record ? rec + lay.delta_offset(g) + tcol + col0 + oc : nullptr;
 
+    float st[kRows][kCols];
     for (int c0 = 0; c0 < it.len; c0 += kStage) {
       const int n = it.len - c0 < kStage ? it.len - c0 : kStage;
-      const int t = it.t0 + c0;
-      team.team_barrier();  // the last stage's (or item's) readers are done with scratch
-      stage(rank, s, t, n, h, kh, tcol);
-      team.team_barrier();
-      norms(s, n, lane, group, warp_group0);
-      team.team_barrier();
-      if (record) write_key_records(rank, s, rec + c0 * rec_stride, rec_stride, n, g, it.tile, lay);
-      for (int cb = 0; cb < kCols; cb += kCB) {
-        run_tokens(st, s, n, lane, col0, cb, [&](int j, int c, float u, float o) {
-          const int e = cb + c;  // the thread's column
-          if (record && (c % kLanes) == lane) {
-            rec[(c0 + j) * rec_stride + lay.delta_offset(g) + tcol + col0 + e] = RingT(u);
-          }
-          if ((c + kCB) % kLanes == lane) m.out.write(t + j, ocol + e, o);
-        });
+      const bool last = c0 + kStage >= it.len;
+      float* const in = s + buf * kBufFloats;
+      float* const other = s + (1 - buf) * kBufFloats;
+      async_wait();
+      team.team_barrier();  // this stage's inputs (and the item's state) have landed
+      if (c0 == 0) {
+        load_state(s, it, lane, col0, st);
+        if constexpr (Lazy) {
+          if (it.pending > 0) advance(team, other, st, it, kh, g, lane, col0, tcol);
+        }
       }
+      norms(in, n, lane, group, group - gl0);
+      team.team_barrier();  // the norms are in; the state buffer and `other` are free
+      if (!last) {
+        issue_inputs(rank, other, it, c0 + kStage);
+      } else if (nxt.index >= 0) {
+        issue_inputs(rank, other, nxt, 0);
+        issue_state(rank, s, nxt);
+      }
+      if (record)
+        write_key_records(rank, in, rec + c0 * rec_stride, rec_stride, n, g, it.tile, lay);
+      for (int cb = 0; cb < kCols; cb += kCB) {
+        run_tokens(st, in, n, lane, gl0, col0, cb,
+                   [&](int j, const float(&u)[kOwn], const float(&o)[kOwn]) {
+                     if (writes_out) {
+                       ActT* const op = orow + long(c0 + j) * os0 + long(cb) * os1;
+                       GDN_UNROLL
+                       for (int i = 0; i < kOwn; ++i) op[i * os1] = from_float<ActT>(o[i]);
+                     }
+                     if (record && writes_rec) {
+                       RingT* const up = urow + (c0 + j) * rec_stride + cb;
+                       GDN_UNROLL
+                       for (int i = 0; i < kOwn; ++i) up[i] = RingT(u[i]);
+                     }
+                   });
+      }
+      buf = 1 - buf;
     }
     if (!record) {
+      StateT* const frag = &m.state(it.slot, h, lane * kRows, tcol + col0);
       GDN_UNROLL
       for (int i = 0; i < kRows; ++i) store_frag<kCols>(frag + i * Dk, st[i]);
     }
   }
 
+  /// This thread's fragment of the item's state tile: from the state buffer
+  /// (Shape::state_buffer, issue_state) or from the pool.
+  KOKKOS_INLINE_FUNCTION void load_state(const float* s, const Item& it, int lane, int col0,
+                                         float (&st)[kRows][kCols]) const {
+    if constexpr (Shape::state_buffer) {
+      constexpr int kPer = 16 / int(sizeof(StateT));  // values per 16-byte chunk
+      const char* const tile = reinterpret_cast<const char*>(s + 2 * kBufFloats);
+      const int chunk = col0 / kPer, within = (col0 % kPer) * int(sizeof(StateT));
+      GDN_UNROLL
+      for (int i = 0; i < kRows; ++i) {
+        const int row = lane * kRows + i;
+        load_frag<kCols>(
+            reinterpret_cast<const StateT*>(tile + 16 * Shape::state_slot(row, chunk) + within),
+            st[i]);
+      }
+    } else {
+      const StateT* const frag = &m.state(it.slot, it.h, lane * kRows, it.tile * kTokenTile + col0);
+      GDN_UNROLL
+      for (int i = 0; i < kRows; ++i) load_frag<kCols>(frag + i * Dk, st[i]);
+    }
+  }
+
+  /// Shape::state_buffer: the item's state tile into the state buffer, in
+  /// flight until the next async_wait (every row's 16-byte chunks, to slots
+  /// Shape::state_slot). Elsewhere nothing.
+  KOKKOS_INLINE_FUNCTION void issue_state(int rank, float* s, const Item& it) const {
+    if constexpr (Shape::state_buffer) {
+      constexpr int kRowChunks = kTokenTile * int(sizeof(StateT)) / 16;
+      constexpr int kPer = 16 / int(sizeof(StateT));
+      char* const tile = reinterpret_cast<char*>(s + 2 * kBufFloats);
+      const StateT* const src = &m.state(it.slot, it.h, 0, it.tile * kTokenTile);
+      GDN_UNROLL
+      for (int e = rank; e < Dk * kRowChunks; e += kThreads) {
+        const int row = e / kRowChunks, chunk = e % kRowChunks;
+        async_copy<16>(tile + 16 * Shape::state_slot(row, chunk), src + row * Dk + chunk * kPer);
+      }
+    } else {
+      (void)rank;
+      (void)s;
+      (void)it;
+    }
+  }
+
   /// The stage's tokens 0 .. n-1 over columns [cb, cb + kCB) of this
-  /// thread's fragment; `emit(j, c, u, o)` gets token j's delta factor and
-  /// output of column cb + c.
+  /// thread's fragment; `emit(j, u, o)` gets token j's delta factors and
+  /// outputs of this lane's columns cb + own_col0 + i (i < kOwn).
   template <class Emit>
-  KOKKOS_FORCEINLINE_FUNCTION static void run_tokens(float (&st)[kRows][kCols], const float* s,
-                                                     int n, int lane, int col0, int cb,
+  KOKKOS_FORCEINLINE_FUNCTION static void run_tokens(float (&st)[kRows][kCols], const float* in,
+                                                     int n, int lane, int gl0, int col0, int cb,
                                                      const Emit& emit) {
-    const float* const k = s + kK + lane * kRows;  // this lane's rows of token 0
-    const float* const q = s + kQ + lane * kRows;
-    const float* const v = s + kV + col0 + cb;
-    float u[kCB], o[kBPL][kCB], kv[kBPL][kCB], sum[kCB];
+    const float* const k = in + kK + lane * kRows;  // this lane's rows of token 0
+    const float* const q = in + kQ + lane * kRows;
+    const float* const v = in + kV + col0 + cb + own_col0<kLanes, kCB>(lane);
+    float u[kCB], uo[kOwn], sum[kOwn], o[kBPL][kCB], kv[kBPL][kCB];
     // Token 0's decay and key sums.
-    token_sweep<kBPL, kCols, kCB, false, true>(st, cb, k, q, u, s[kA], k, o, kv);
-    block_combine<kLanes, kStride>(kv, sum);
+    token_sweep<kBPL, kCols, kCB, false, true>(st, cb, k, q, u, in[kA], k, o, kv);
+    scatter_combine<kLanes, kStride>(kv, lane, sum);
     GDN_SIMD
-    for (int c = 0; c < kCB; ++c) u[c] = delta_factor(v[c], sum[c], s[kBeta], s[kKinv]);
+    for (int i = 0; i < kOwn; ++i) uo[i] = delta_factor(v[i], sum[i], in[kBeta], in[kKinv]);
+    gather_columns<kLanes, kStride, kCB>(uo, u, gl0);
     for (int j = 0; j < n; ++j) {
       const float* const kj = k + j * Dk;
       const float* const qj = q + j * Dk;
       const bool next = j + 1 < n;
       if (next) {
-        token_sweep<kBPL, kCols, kCB, true, true>(st, cb, kj, qj, u, s[kA + j + 1], kj + Dk, o, kv);
+        token_sweep<kBPL, kCols, kCB, true, true>(st, cb, kj, qj, u, in[kA + j + 1], kj + Dk, o,
+                                                  kv);
       } else {
         token_sweep<kBPL, kCols, kCB, true, false>(st, cb, kj, qj, u, 0.0f, kj, o, kv);
       }
-      block_combine<kLanes, kStride>(o, sum);
-      const float qf = s[kQf + j];
-      GDN_UNROLL
-      for (int c = 0; c < kCB; ++c) emit(j, c, u[c], qf * sum[c]);
+      scatter_combine<kLanes, kStride>(o, lane, sum);
+      const float qf = in[kQf + j];
+      GDN_SIMD
+      for (int i = 0; i < kOwn; ++i) sum[i] = qf * sum[i];
+      emit(j, uo, sum);
       if (next) {
-        block_combine<kLanes, kStride>(kv, sum);
+        scatter_combine<kLanes, kStride>(kv, lane, sum);
         const float* const vn = v + (j + 1) * kTokenTile;
-        const float beta = s[kBeta + j + 1], kinv = s[kKinv + j + 1];
+        const float beta = in[kBeta + j + 1], kinv = in[kKinv + j + 1];
         GDN_SIMD
-        for (int c = 0; c < kCB; ++c) u[c] = delta_factor(vn[c], sum[c], beta, kinv);
+        for (int i = 0; i < kOwn; ++i) uo[i] = delta_factor(vn[i], sum[i], beta, kinv);
+        gather_columns<kLanes, kStride, kCB>(uo, u, gl0);
       }
     }
   }
 
-  /// The stage's inputs into scratch as floats: k, q of key head kh, v of
-  /// the tile, decay and beta (m.in, token_io.hpp); every copy of a thread in
-  /// flight at once, completed by async_wait. The caller's barrier follows.
-  KOKKOS_INLINE_FUNCTION void stage(int rank, float* s, int t, int n, int h, int kh,
-                                    int tcol) const {
+  /// Stage [c0, c0 + kStage) of the item's inputs into staging buffer `in`
+  /// as floats: k, q of its key head, v of its tile, decay and beta (m.in,
+  /// token_io.hpp); copies in flight until the next async_wait, which the
+  /// stage's barrier follows.
+  KOKKOS_INLINE_FUNCTION void issue_inputs(int rank, float* in, const Item& it, int c0) const {
+    const int n = it.len - c0 < kStage ? it.len - c0 : kStage;
+    const int t = it.t0 + c0, h = it.h, kh = h / m.group;
     const auto& x = m.in.m_qkv;
     const long qc = long(kh) * Dk;
-    stage_rows<ActT>(rank, kThreads, s + kK, x, t, n, m.key_dim + qc, Dk, m.vec_qkv);
-    stage_rows<ActT>(rank, kThreads, s + kQ, x, t, n, qc, Dk, m.vec_qkv);
-    stage_rows<ActT>(rank, kThreads, s + kV, x, t, n, 2 * m.key_dim + long(h) * Dk + tcol,
-                     kTokenTile, m.vec_qkv);
+    stage_rows<ActT>(rank, kThreads, in + kK, x, t, n, m.key_dim + qc, Dk, m.vec_qkv);
+    stage_rows<ActT>(rank, kThreads, in + kQ, x, t, n, qc, Dk, m.vec_qkv);
+    stage_rows<ActT>(rank, kThreads, in + kV, x, t, n,
+                     2 * m.key_dim + long(h) * Dk + it.tile * kTokenTile, kTokenTile, m.vec_qkv);
     for (int j = rank; j < n; j += kThreads) {
-      s[kA + j] = m.in.decay(t + j, h);
-      s[kBeta + j] = m.in.beta(t + j, h);
+      in[kA + j] = m.in.decay(t + j, h);
+      in[kBeta + j] = m.in.beta(t + j, h);
     }
-    async_wait();
   }
 
   /// kinv and qf of the stage's tokens, a (token, key or query) per lane
   /// group; the groups of a warp take consecutive tasks, so every lane of a
   /// warp runs the lane sums together (a lane past the tasks sums token 0's
   /// key and discards it).
-  KOKKOS_INLINE_FUNCTION void norms(float* s, int n, int lane, int group, int warp_group0) const {
+  KOKKOS_INLINE_FUNCTION void norms(float* in, int n, int lane, int group, int warp_group0) const {
     for (int w0 = warp_group0; w0 < 2 * n; w0 += kGroups) {
       const int e = w0 + (group - warp_group0);
       const bool valid = e < 2 * n;
       const int j = valid ? e / 2 : 0;
       const bool key = !valid || e % 2 == 0;
-      const float* const x = s + (key ? kK : kQ) + j * Dk;
+      const float* const x = in + (key ? kK : kQ) + j * Dk;
       const float ss = canonical_dot<kLanes, kStride, Dk>(x, x, lane);
       if (valid && lane == 0) {
         if (key) {
-          s[kKinv + j] = key_inv_norm(ss);
+          in[kKinv + j] = key_inv_norm(ss);
         } else {
-          s[kQf + j] = query_factor(ss, m.q_scale);
+          in[kQf + j] = query_factor(ss, m.q_scale);
         }
       }
     }
@@ -324,26 +420,27 @@ struct TokenKernel {
 
   /// The stage's keys (by the key head's first value head, tile 0) and this
   /// head's decays (tile 0) into records rec[0 .. n-1].
-  KOKKOS_INLINE_FUNCTION void write_key_records(int rank, const float* s, RingT* rec,
+  KOKKOS_INLINE_FUNCTION void write_key_records(int rank, const float* in, RingT* rec,
                                                 long rec_stride, int n, int g, int tile,
                                                 const RingLayout& lay) const {
     if (tile != 0) return;
     if (g == 0) {
       for (int e = rank; e < n * Dk; e += kThreads) {
         const int j = e / Dk, i = e % Dk;
-        rec[j * rec_stride + lay.key_offset() + i] = RingT(s[kK + e]);
+        rec[j * rec_stride + lay.key_offset() + i] = RingT(in[kK + e]);
       }
     }
     for (int j = rank; j < n; j += kThreads)
-      rec[j * rec_stride + lay.decay_offset(g)] = RingT(s[kA + j]);
+      rec[j * rec_stride + lay.decay_offset(g)] = RingT(in[kA + j]);
   }
 
   /// Lazy: folds the item's pending history records (positions 0 ..
   /// it.pending-1 of its ring row) into the fragment, kStage at a time: the
   /// team stages their keys, the tile's delta factors of head g and the
-  /// decays (in k's, v's and a's regions), then every thread folds them in
-  /// (fold_steps: fold_record, rounded where a step ended).
-  KOKKOS_INLINE_FUNCTION void advance(const Member& team, float* s, float (&st)[kRows][kCols],
+  /// decays into staging buffer `sb` (in k's, v's and a's regions), then
+  /// every thread folds them in (fold_steps: fold_record, rounded where a
+  /// step ended).
+  KOKKOS_INLINE_FUNCTION void advance(const Member& team, float* sb, float (&st)[kRows][kCols],
                                       const Item& it, int kh, int g, int lane, int col0,
                                       int tcol) const {
     const int rank = team.team_rank();
@@ -352,23 +449,23 @@ struct TokenKernel {
     const int uoff = lay.delta_offset(g) + tcol, aoff = lay.decay_offset(g);
     for (int p0 = 0; p0 < it.pending; p0 += kStage) {
       const int cnt = it.pending - p0 < kStage ? it.pending - p0 : kStage;
-      team.team_barrier();  // the last records' (or item's) readers are done with scratch
+      if (p0 > 0) team.team_barrier();  // the last records' readers are done with `sb`
       for (int e = rank; e < cnt * Dk; e += kThreads) {
         const int j = e / Dk, i = e % Dk;
-        stage_ring_value(s + kK + e, &m.ring(row, kh, p0 + j, lay.key_offset() + i));
+        stage_ring_value(sb + kK + e, &m.ring(row, kh, p0 + j, lay.key_offset() + i));
       }
       for (int e = rank; e < cnt * kTokenTile; e += kThreads) {
         const int j = e / kTokenTile, c = e % kTokenTile;
-        stage_ring_value(s + kV + e, &m.ring(row, kh, p0 + j, uoff + c));
+        stage_ring_value(sb + kV + e, &m.ring(row, kh, p0 + j, uoff + c));
       }
       for (int j = rank; j < cnt; j += kThreads) {
-        stage_ring_value(s + kA + j, &m.ring(row, kh, p0 + j, aoff));
+        stage_ring_value(sb + kA + j, &m.ring(row, kh, p0 + j, aoff));
       }
       async_wait();
       team.team_barrier();
       fold_steps<StateT>(st, m.ledger, row, p0, cnt, [&](int j, int cn) {
-        fold_fragment<Shape::rows_outer>(st, cn, s + kK + j * Dk + lane * kRows, Dk,
-                                         s + kV + j * kTokenTile + col0, kTokenTile, s + kA + j);
+        fold_fragment<Shape::rows_outer>(st, cn, sb + kK + j * Dk + lane * kRows, Dk,
+                                         sb + kV + j * kTokenTile + col0, kTokenTile, sb + kA + j);
       });
     }
   }
