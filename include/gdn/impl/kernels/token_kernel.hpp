@@ -122,10 +122,14 @@ struct TokenKernel {
   static constexpr int kQf = kKinv + kStage;
   static constexpr int kBufFloats = kQf + kStage;
   /// Team scratch: two staging buffers (one computed on while the other
-  /// fills), then with Shape::state_buffer the next item's state tile.
+  /// fills), with Shape::state_buffer the next item's state tile, then the
+  /// next item's fields (kItemWords words, handed from the stage that finds
+  /// it to the team's next turn of its loop).
   static constexpr int kStateFloats =
       Shape::state_buffer ? Dk * kTokenTile * int(sizeof(StateT)) / 4 : 0;
-  static constexpr int kScratchFloats = 2 * kBufFloats + kStateFloats;
+  static constexpr int kItemWords = 8;
+  static constexpr int kNext = 2 * kBufFloats + kStateFloats;
+  static constexpr int kScratchFloats = kNext + kItemWords;
   static_assert(kBufFloats % 4 == 0, "16-byte aligned buffers");
   using Policy = Kokkos::TeamPolicy<ExecSpace, Kokkos::LaunchBounds<kThreads, Shape::min_teams>,
                                     TeamKernelLaunch>;
@@ -151,6 +155,25 @@ struct TokenKernel {
     int index = -1, h = 0, tile = 0, t0 = 0, len = 0;
     std::uint32_t slot = 0, ring_row = 0;
     int pending = 0;
+    /// To and from kItemWords words of team scratch.
+    KOKKOS_INLINE_FUNCTION void save(float* p) const {
+      const int w[kItemWords] = {index, h, tile, t0, len, int(slot), int(ring_row), pending};
+      for (int i = 0; i < kItemWords; ++i) p[i] = bits_to_float(unsigned(w[i]));
+    }
+    KOKKOS_INLINE_FUNCTION static Item load(const float* p) {
+      int w[kItemWords];
+      for (int i = 0; i < kItemWords; ++i) w[i] = int(float_to_bits(p[i]));
+      Item it;
+      it.index = w[0];
+      it.h = w[1];
+      it.tile = w[2];
+      it.t0 = w[3];
+      it.len = w[4];
+      it.slot = std::uint32_t(w[5]);
+      it.ring_row = std::uint32_t(w[6]);
+      it.pending = w[7];
+      return it;
+    }
   };
 
   /// The item at `item`; len 0: nothing to do (an empty or a padding row, or
@@ -209,14 +232,15 @@ struct TokenKernel {
     issue_state(team.team_rank(), s, cur);
     int buf = 0;
     while (cur.index >= 0) {
-      const Item nxt = find(team, cur.index + team.league_size());
-      run_item(team, s, buf, cur, nxt);
-      cur = nxt;
+      run_item(team, s, buf, cur);
+      cur = Item::load(s + kNext);  // saved by run_item's last stage, before its second barrier
     }
   }
 
-  KOKKOS_INLINE_FUNCTION void run_item(const Member& team, float* s, int& buf, const Item& it,
-                                       const Item& nxt) const {
+  /// The item's stages; the last one finds the team's next item, issues its
+  /// first stage's copies and saves it to scratch (kNext).
+  KOKKOS_INLINE_FUNCTION void run_item(const Member& team, float* s, int& buf,
+                                       const Item& it) const {
     const int rank = team.team_rank();
     int lane = 0, group = 0, gl0 = 0;
     Shape::place(rank, lane, group, gl0);
@@ -233,12 +257,12 @@ struct TokenKernel {
     ActT* const orow =
         m.out.m_out.data() + long(it.t0) * os0 + (long(h) * Dk + tcol + col0 + oc) * os1;
     RingT* rec = nullptr;  // record position `pending` (the window's first) of the row
-    long rec_stride = 0;
+    int rec_stride = 0;
     const RingLayout lay{Dk, Dk, m.group};
     if constexpr (Verify) {
       if (record) {
         rec = &m.ring(it.ring_row, kh, it.pending, 0);
-        rec_stride = static_cast<long>(m.ring.extent(3));
+        rec_stride = static_cast<int>(m.ring.extent(3));
       }
     }
     RingT* const urow = record ? rec + lay.delta_offset(g) + tcol + col0 + oc : nullptr;
@@ -257,13 +281,18 @@ struct TokenKernel {
           if (it.pending > 0) advance(team, other, st, it, kh, g, lane, col0, tcol);
         }
       }
+      Item nxt;
+      if (last) {
+        // Its index entries load while the norms compute.
+        nxt = find(team, it.index + team.league_size());
+        if (rank == 0) nxt.save(s + kNext);
+      }
       norms(in, n, lane, group, group - gl0);
       team.team_barrier();  // the norms are in; the state buffer and `other` are free
-      if (!last) {
-        issue_inputs(rank, other, it, c0 + kStage);
-      } else if (nxt.index >= 0) {
-        issue_inputs(rank, other, nxt, 0);
-        issue_state(rank, s, nxt);
+      {
+        const Item& ni = last ? nxt : it;  // the next stage's item and first token
+        if (ni.index >= 0) issue_inputs(rank, other, ni, last ? 0 : c0 + kStage);
+        if (last && nxt.index >= 0) issue_state(rank, s, nxt);
       }
       if (record)
         write_key_records(rank, in, rec + c0 * rec_stride, rec_stride, n, g, it.tile, lay);
@@ -322,7 +351,6 @@ struct TokenKernel {
       constexpr int kPer = 16 / int(sizeof(StateT));
       char* const tile = reinterpret_cast<char*>(s + 2 * kBufFloats);
       const StateT* const src = &m.state(it.slot, it.h, 0, it.tile * kTokenTile);
-      GDN_UNROLL
       for (int e = rank; e < Dk * kRowChunks; e += kThreads) {
         const int row = e / kRowChunks, chunk = e % kRowChunks;
         async_copy<16>(tile + 16 * Shape::state_slot(row, chunk), src + row * Dk + chunk * kPer);
@@ -421,7 +449,7 @@ struct TokenKernel {
   /// The stage's keys (by the key head's first value head, tile 0) and this
   /// head's decays (tile 0) into records rec[0 .. n-1].
   KOKKOS_INLINE_FUNCTION void write_key_records(int rank, const float* in, RingT* rec,
-                                                long rec_stride, int n, int g, int tile,
+                                                int rec_stride, int n, int g, int tile,
                                                 const RingLayout& lay) const {
     if (tile != 0) return;
     if (g == 0) {
