@@ -178,5 +178,48 @@ TEST(Drift, SpeculativeLoopWithin1_25xOfPerTokenFloat32) {
   }
 }
 
+// The prefill half: recurrence_prefill over the same kind of sequence, one call per 4096
+// tokens (so its chunks restart at each call). tf32x3 within 4x of the per-token float32
+// recurrence's state error; bf16 (bf16 operands on CUDA) within the absolute bound
+// kPrefillBf16Drift on the relative state error (docs/api.md). The host computes in float32
+// for both.
+constexpr double kPrefillBf16Drift = 2e-2;
+
+void prefill_drift(gdn::PrefillPrecision prec, std::uint64_t seed) {
+  const ExecSpace space;
+  const Problem p = adversarial_problem(kCfg, seed);
+  auto S = make_state<float>(1, kCfg, seed + 2);
+  Baseline base(p, floats_of(S));
+  const DeviceInputs d = upload(p);
+  Strided2D out = make_out(p);
+  const auto slots = to_device({0u});
+  gdn::PrefillWorkspace<Mem> ws("gdn_test::prefill_ws",
+                                gdn::prefill_workspace_bytes(kCfg, kCheckEvery, 1));
+  const bool bf16 = prec == gdn::PrefillPrecision::bf16;
+  for (int t0 = 0; t0 < kTokens; t0 += kCheckEvery) {
+    const auto rows = std::make_pair(std::size_t(t0), std::size_t(t0 + kCheckEvery));
+    const auto in = window_inputs(d, rows, to_device({0u, std::uint32_t(kCheckEvery)}));
+    gdn::recurrence_prefill(space, kCfg, in, slots, S, Kokkos::subview(out.view, rows, Kokkos::ALL),
+                            ws, prec);
+    space.fence();
+    base.advance(t0 + kCheckEvery);
+    const double e = frob_rel(floats_of(S), base.s64), e32 = frob_rel(base.s32, base.s64);
+    if (bf16) {
+      std::printf(
+          "[ drift    ] prefill bf16 after %5d tokens: %.3e (bound %.1e), per-token "
+          "float32 %.3e (%.2fx)\n",
+          base.at, e, kPrefillBf16Drift, e32, e / e32);
+      EXPECT_LE(e, kPrefillBf16Drift) << "after " << base.at << " tokens";
+    } else {
+      expect_within("prefill tf32x3", base.at, e, e32, 4.0);
+    }
+  }
+}
+
+TEST(Drift, PrefillTf32x3Within4xOfPerTokenFloat32) {
+  prefill_drift(gdn::PrefillPrecision::tf32x3, 501);
+}
+TEST(Drift, PrefillBf16WithinStatedBound) { prefill_drift(gdn::PrefillPrecision::bf16, 601); }
+
 }  // namespace
 }  // namespace gdn_test

@@ -13,6 +13,7 @@
 #include <gdn/error.hpp>
 #include <gdn/lazy_commit.hpp>
 #include <gdn/recurrence_fwd.hpp>
+#include <gdn/recurrence_prefill.hpp>
 #include <gdn/ring.hpp>
 #include <gdn/state_fold.hpp>
 #include <gdn/verify_ring.hpp>
