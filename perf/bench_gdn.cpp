@@ -13,6 +13,12 @@
 //                                           workspace (the chunked one) with one,
 //                                           allocated before timing
 //   prefill/.../fused                       such a tree's prefill without a workspace
+//   prefill_tc/D128/state:<s>/B:<b>/T:<t>/precision:<p>
+//                                           recurrence_prefill (the chunked WY/UT form,
+//                                           tensor cores on CUDA) over the prefill shapes,
+//                                           precision bf16 or tf32x3, with a workspace
+//                                           allocated before timing; flops counted as the
+//                                           forward's (7*Dk*Dv per token and head)
 //   fold/D<d>/state:<s>/L:<l>/B:<b>/T:<t>   RING_LEN = T, num_accepted = T for every
 //                                           row; L = 1 (one layer per launch) and
 //                                           L = 36 (the GDN layers of a
@@ -155,6 +161,12 @@
 #define GDN_BENCH_WORKSPACE 1
 #else
 #define GDN_BENCH_WORKSPACE 0
+#endif
+// The chunked prefill (the prefill_tc cases).
+#if __has_include(<gdn/recurrence_prefill.hpp>)
+#define GDN_BENCH_PREFILL_TC 1
+#else
+#define GDN_BENCH_PREFILL_TC 0
 #endif
 // The lazy flow (the step cases' lazy variant).
 #if __has_include(<gdn/lazy_commit.hpp>)
@@ -299,7 +311,7 @@ Table make_table(int rows, int cols, int first_row = 0) {
 
 // ---------------------------------------------------------------------------
 // One case: its shape, the bytes and flops it must move and compute, its buffers' size.
-enum class Kernel { Fwd, Verify, Fold, Prefill, ConvFwd, ConvVerify, ConvPrefill, Step };
+enum class Kernel { Fwd, Verify, Fold, Prefill, ConvFwd, ConvVerify, ConvPrefill, Step, PrefillTC };
 constexpr int kConvWidth = 4;  // Qwen3-Next's conv kernel width
 
 struct Case {
@@ -315,6 +327,7 @@ struct Case {
   bool fused = false;      // prefill: without a workspace (the coefficients in the sequential pass)
   bool conv_pools = false;  // fold: the conv pools too (ConvFold of the state's type)
   bool lazy = false;        // step: the lazy flow (else the eager one)
+  bool tc_bf16 = false;     // prefill_tc: precision bf16 (else tf32x3)
 
   gdn::HeadConfig cfg() const { return gdn::HeadConfig{kNumKeyHeads, kNumValueHeads, dim, dim}; }
   double state_row_bytes() const {
@@ -345,6 +358,7 @@ struct Case {
   std::string name() const {
     const char* k = kernel == Kernel::Fwd          ? "fwd"
                     : kernel == Kernel::Prefill    ? "prefill"
+                    : kernel == Kernel::PrefillTC  ? "prefill_tc"
                     : kernel == Kernel::Verify     ? "verify"
                     : kernel == Kernel::Fold       ? "fold"
                     : kernel == Kernel::ConvFwd    ? "conv_fwd"
@@ -365,6 +379,7 @@ struct Case {
     if (conv_pools) n += "/conv";
     if (kernel == Kernel::Step) n += lazy ? "/lazy" : "/eager";
     if (fused) n += "/fused";
+    if (kernel == Kernel::PrefillTC) n += tc_bf16 ? "/precision:bf16" : "/precision:tf32x3";
     return n;
   }
 
@@ -382,6 +397,7 @@ struct Case {
                tokens() * conv_dim() * act_bytes() + idx * (3.0 * batch + 1);
       case Kernel::Fwd:  // state read + written, tokens, offsets + slots
       case Kernel::Prefill:
+      case Kernel::PrefillTC:
         return 2.0 * batch * state_row_bytes() + tokens() * token_bytes() + gate_param_bytes() +
                idx * (2.0 * batch + 1);
       case Kernel::Verify:  // state read, tokens, records written, offsets + slots + ring slots
@@ -418,6 +434,9 @@ struct Case {
       case Kernel::Fwd:
       case Kernel::Prefill:
         return batch * state_row_bytes() + tokens() * token_bytes();
+      case Kernel::PrefillTC:  // the workspace: about 4 C D + C^2 floats per chunk and head
+        return batch * state_row_bytes() + tokens() * token_bytes() +
+               (tokens() / 64.0 + batch) * kNumValueHeads * (4.0 * 64 * dim + 64.0 * 64) * 4.0;
       case Kernel::Verify:
         return batch * state_row_bytes() + tokens() * token_bytes() + ring;
       case Kernel::Step:  // pools of every layer, the history 3 windows
@@ -603,6 +622,17 @@ void run_recurrence(benchmark::State& st, const Case& c, const Settings& s) {
       const gdn::Workspace<Mem> ws("gdn_bench::workspace", cfg, tok.out.extent(0), c.batch);
       return time_calls(
           s, [&] { gdn::recurrence_fwd(space, cfg, in, tok.slots, state, tok.out, ws); });
+    }
+#endif
+#if GDN_BENCH_PREFILL_TC
+    if (c.kernel == Kernel::PrefillTC) {
+      const gdn::PrefillWorkspace<Mem> ws(
+          "gdn_bench::prefill_workspace",
+          gdn::prefill_workspace_bytes(cfg, tok.out.extent(0), c.batch));
+      const gdn::PrefillPrecision prec =
+          c.tc_bf16 ? gdn::PrefillPrecision::bf16 : gdn::PrefillPrecision::tf32x3;
+      return time_calls(
+          s, [&] { gdn::recurrence_prefill(space, cfg, in, tok.slots, state, tok.out, ws, prec); });
     }
 #endif
     if (c.kernel == Kernel::Fwd || c.kernel == Kernel::Prefill) {
@@ -893,6 +923,20 @@ void register_cases(const Settings& s) {
         add(c);
       }
     }
+  // The chunked prefill, both precisions, over the same prompts.
+  if (GDN_BENCH_PREFILL_TC)
+    for (bool tc_bf16 : {true, false})
+      for (bool bf16_state : {false, true})
+        for (const auto& bl : prompts) {
+          Case c;
+          c.kernel = Kernel::PrefillTC;
+          c.dim = 128;
+          c.bf16_state = bf16_state;
+          c.batch = bl[0];
+          c.window = bl[1];
+          c.tc_bf16 = tc_bf16;
+          add(c);
+        }
   // Input variants: bf16 activations, raw gates, both (D = 128, bf16 state: the engines' case).
   const bool inputs[][2] = {{true, false}, {false, true}, {true, true}};  // {bf16_act, raw_gates}
   for (const auto& io : inputs) {

@@ -30,6 +30,8 @@ KERNELS = [
     ("verify", "recurrence_verify_ring (RING_LEN = T, records written, state not written)"),
     ("fold", "state_fold (n = T accepted for every row, RING_LEN = T)"),
     ("prefill", "recurrence_fwd over B prompts of T tokens each"),
+    ("prefill_tc", "recurrence_prefill (chunked, tensor cores on CUDA) over B prompts of T tokens "
+                   "each"),
     ("step", "one layer's speculative step over 36 layers' pools: the lazy flow "
              "(recurrence_verify_lazy + lazy_accept) or the eager one (verify_ring + state_fold)"),
 ]

@@ -78,6 +78,7 @@ from ._gdn import (  # noqa: F401  (re-exported)
     kokkos_initialized_here,
     lazy_ledger_words,
     pad_slot,
+    prefill_workspace_bytes,
     ring_record_elements,
     set_index_checking,
     skipped_rows,
@@ -98,9 +99,12 @@ __all__ = [
     "lazy_drop",
     "lazy_ledger_words",
     "pad_slot",
+    "prefill_workspace_bytes",
     "prepare_stream",
     "recurrence_fwd",
     "recurrence_fwd_gates",
+    "recurrence_prefill",
+    "recurrence_prefill_gates",
     "recurrence_verify_ring",
     "recurrence_verify_lazy",
     "recurrence_verify_lazy_gates",
@@ -167,6 +171,30 @@ def recurrence_fwd(cfg, qkv, decay, beta, row_offsets, state_slots, state, out, 
     """
     s, t = _prepare(stream, qkv, decay, beta, row_offsets, state_slots, state, out)
     _gdn.recurrence_fwd(cfg, *t, s)
+
+
+def recurrence_prefill(cfg, qkv, decay, beta, row_offsets, state_slots, state, out,
+                       workspace=None, precision="tf32x3", *, stream=None):
+    """:func:`recurrence_fwd`'s job for long prompts in the chunked WY/UT form (64-token
+    chunks; tensor cores on CUDA): within a stated tolerance of the exact path, not bit for
+    bit (docs/api.md gives the bounds). A row's bits do not depend on the other rows.
+
+    ``workspace``: a contiguous 1-D tensor on the call's device of at least
+    ``prefill_workspace_bytes(cfg, tokens, B)`` bytes (any dtype; its contents are scratch),
+    or None to allocate one for the call (which then blocks until done). ``precision``:
+    ``"bf16"`` (bf16 operands, float32 accumulation and state) or ``"tf32x3"`` (3xTF32,
+    float32-level); the CPU computes in float32 for both.
+    """
+    s, t = _prepare(stream, qkv, decay, beta, row_offsets, state_slots, state, out, workspace)
+    _gdn.recurrence_prefill(cfg, *t, precision, s)
+
+
+def recurrence_prefill_gates(cfg, qkv, a, b, A_log, dt_bias, row_offsets, state_slots, state,
+                             out, workspace=None, precision="tf32x3", *, stream=None):
+    """:func:`recurrence_prefill` with raw gates (as :func:`recurrence_fwd_gates`)."""
+    s, t = _prepare(stream, qkv, a, b, A_log, dt_bias, row_offsets, state_slots, state, out,
+                    workspace)
+    _gdn.recurrence_prefill_gates(cfg, *t, precision, s)
 
 
 def recurrence_verify_ring(cfg, qkv, decay, beta, row_offsets, state_slots, state, out,

@@ -55,6 +55,12 @@ OPERATORS = {
     "recurrence_verify_ring_gates":
         f"int[] head, {_RAW}, Tensor(a!) state, Tensor(b!) out, Tensor ring_slots, "
         "Tensor(c!) ring",
+    "recurrence_prefill":
+        f"int[] head, {_GIVEN}, Tensor(a!) state, Tensor(b!) out, Tensor(c!)? workspace=None, "
+        "str precision='tf32x3'",
+    "recurrence_prefill_gates":
+        f"int[] head, {_RAW}, Tensor(a!) state, Tensor(b!) out, Tensor(c!)? workspace=None, "
+        "str precision='tf32x3'",
     "state_fold":
         "int[] head, Tensor state_rows, Tensor(a!) state, Tensor ring_rows, Tensor ring, "
         "Tensor num_accepted, Tensor(b!)? conv_state=None, Tensor? conv_ring=None",

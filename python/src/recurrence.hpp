@@ -10,6 +10,7 @@
 #include <gdn/config.hpp>
 #include <gdn/lazy_commit.hpp>
 #include <gdn/recurrence_fwd.hpp>
+#include <gdn/recurrence_prefill.hpp>
 #include <gdn/verify_ring.hpp>
 
 #include <Kokkos_Core.hpp>
@@ -161,7 +162,81 @@ void recurrence_verify_ring(const char* fn, const gdn::HeadConfig& cfg, py::hand
   });
 }
 
+/// The precision argument of recurrence_prefill: "bf16" or "tf32x3".
+gdn::PrefillPrecision prefill_precision(const Call& c, const std::string& precision) {
+  if (precision == "bf16") return gdn::PrefillPrecision::bf16;
+  if (precision == "tf32x3") return gdn::PrefillPrecision::tf32x3;
+  throw py::value_error(c.prefix("precision") + "expected 'bf16' or 'tf32x3', got '" + precision +
+                        "'");
+}
+
+/// recurrence_prefill with a workspace (a contiguous rank-1 tensor of any dtype, its bytes) or
+/// without one (`workspace` None: the allocating overload).
+void recurrence_prefill(const char* fn, const gdn::HeadConfig& cfg, py::handle qkv,
+                        const Gates& gates, py::handle row_offsets, py::handle state_slots,
+                        py::handle state, py::handle out, py::handle workspace,
+                        const std::string& precision, const py::object& stream) {
+  Call c(fn, stream);
+  const gdn::PrefillPrecision prec = prefill_precision(c, precision);
+  const TokenArgs t = borrow_tokens(c, qkv, row_offsets, gates);
+  const Arg a_slots = c.borrow(state_slots, "state_slots"), a_state = c.borrow(state, "state"),
+            a_out = c.borrow(out, "out");
+  const bool with_ws = !workspace.is_none();
+  const Arg a_ws = with_ws ? c.borrow(workspace, "workspace") : Arg();
+  (void)c.activation_is_float(t.qkv);  // a TypeError for any other dtype, before Kokkos starts
+  on_device(c, [&](const auto& space) {
+    using Exec = std::decay_t<decltype(space)>;
+    using M = typename Exec::memory_space;
+    std::size_t ws_bytes = 0;
+    if (with_ws) {
+      expect_dense(c, a_ws, 1, "[bytes]");
+      ws_bytes = static_cast<std::size_t>(a_ws.extent(0)) * ((a_ws.t->dtype.bits + 7) / 8);
+    }
+    const gdn::PrefillWorkspace<M> ws(with_ws ? static_cast<unsigned char*>(a_ws.data()) : nullptr,
+                                      ws_bytes);
+    with_inputs<Exec>(c, t, a_out, [&](const auto& in, const auto& o) {
+      const auto slots = index_1d<M>(c, a_slots, "[B]");
+      with_pool<M>(c, a_state, "[slots, nv, Dk, Dv]", [&](const auto& st) {
+        launch(space, nullptr, [&] {
+          if (with_ws) {
+            gdn::recurrence_prefill(space, cfg, in, slots, st, o, ws, prec);
+          } else {
+            gdn::recurrence_prefill(space, cfg, in, slots, st, o, prec);
+          }
+        });
+      });
+    });
+  });
+}
+
 void bind_recurrence(py::module_& m) {
+  m.def("prefill_workspace_bytes", &gdn::prefill_workspace_bytes, py::arg("cfg"),
+        py::arg("max_tokens"), py::arg("max_rows"));
+  m.def(
+      "recurrence_prefill",
+      [](const gdn::HeadConfig& cfg, py::handle qkv, py::handle decay, py::handle beta,
+         py::handle row_offsets, py::handle state_slots, py::handle state, py::handle out,
+         py::handle workspace, const std::string& precision, const py::object& stream) {
+        recurrence_prefill("gdn.recurrence_prefill", cfg, qkv,
+                           Gates{{decay, "decay"}, {beta, "beta"}}, row_offsets, state_slots, state,
+                           out, workspace, precision, stream);
+      },
+      py::arg("cfg"), py::arg("qkv"), py::arg("decay"), py::arg("beta"), py::arg("row_offsets"),
+      py::arg("state_slots"), py::arg("state"), py::arg("out"), py::arg("workspace"),
+      py::arg("precision"), py::arg("stream") = py::none());
+  m.def(
+      "recurrence_prefill_gates",
+      [](const gdn::HeadConfig& cfg, py::handle qkv, py::handle a, py::handle b, py::handle A_log,
+         py::handle dt_bias, py::handle row_offsets, py::handle state_slots, py::handle state,
+         py::handle out, py::handle workspace, const std::string& precision,
+         const py::object& stream) {
+        recurrence_prefill("gdn.recurrence_prefill_gates", cfg, qkv,
+                           Gates{{a, "a"}, {b, "b"}, {A_log, "A_log"}, {dt_bias, "dt_bias"}},
+                           row_offsets, state_slots, state, out, workspace, precision, stream);
+      },
+      py::arg("cfg"), py::arg("qkv"), py::arg("a"), py::arg("b"), py::arg("A_log"),
+      py::arg("dt_bias"), py::arg("row_offsets"), py::arg("state_slots"), py::arg("state"),
+      py::arg("out"), py::arg("workspace"), py::arg("precision"), py::arg("stream") = py::none());
   m.def(
       "recurrence_fwd",
       [](const gdn::HeadConfig& cfg, py::handle qkv, py::handle decay, py::handle beta,

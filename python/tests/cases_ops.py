@@ -30,7 +30,7 @@ def test_operators_take_the_functions_arguments():
 
     import gdn.ops
     writes = {"state", "out", "ring", "history", "ledger", "conv_state", "conv_ring",
-              "conv_history"}
+              "conv_history", "workspace"}
     for name in gdn.ops.OPERATORS:
         schema = getattr(torch.ops.gdn, name).default._schema
         names = ["cfg" if a.name == "head" else a.name for a in schema.arguments]

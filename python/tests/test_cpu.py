@@ -15,6 +15,7 @@ from cases_fold import *  # noqa: F401,F403
 from cases_lazy import *  # noqa: F401,F403
 from cases_ops import *  # noqa: F401,F403
 from cases_padding import *  # noqa: F401,F403
+from cases_prefill import *  # noqa: F401,F403
 from cases_recurrence import *  # noqa: F401,F403
 from cases_support import Problem, assert_close_to_reference
 

@@ -29,6 +29,7 @@ from cases_lazy import *  # noqa: E402,F401,F403
 from cases_ops import *  # noqa: E402,F401,F403
 from cases_ops import needs_custom_ops  # noqa: E402
 from cases_padding import *  # noqa: E402,F401,F403
+from cases_prefill import *  # noqa: E402,F401,F403
 from cases_recurrence import *  # noqa: E402,F401,F403
 from cases_support import (  # noqa: E402
     ConvProblem, Problem, bits_equal, conv_verify_args, expect_error, fold_args, fold_conv_args,
