@@ -183,7 +183,7 @@ TEST(Drift, SpeculativeLoopWithin1_25xOfPerTokenFloat32) {
 // recurrence's state error; bf16 (bf16 operands on CUDA) within the absolute bound
 // kPrefillBf16Drift on the relative state error (docs/api.md). The host computes in float32
 // for both.
-constexpr double kPrefillBf16Drift = 2e-2;
+constexpr double kPrefillBf16Drift = 5e-2;
 
 void prefill_drift(gdn::PrefillPrecision prec, std::uint64_t seed) {
   const ExecSpace space;

@@ -71,8 +71,11 @@ __device__ __forceinline__ void prefill_mma_bf16(float (&d)[4], const std::uint3
 
 /// acc[nt] += A (16 x K) B (K x 8 NT columns) for one warp: `a(r, k)` for r < 16 and
 /// `b(k, n)` for n < 8 NT give the float operands (r, n relative to the warp's tile).
-/// tf32x3: a = ah + al, b = bh + bl rounded to TF32 each, three products (al bh + ah bl +
-/// ah bh, small terms first); bf16: one product on operands rounded to bf16. The
+/// tf32x3: a = ah + al, b = bh + bl rounded to TF32 each, three products: the two small
+/// ones (al bh + ah bl) in accumulators of their own added at the end, the large one (ah bh)
+/// of each k-step of 8 from zero and added to `acc` in float32, since the tensor cores
+/// accumulate with truncation (a bias that grows with K if the sum stays in them); bf16:
+/// one product on operands rounded to bf16. The
 /// accumulator layout is mma's: acc[nt][0..3] at (g, 2t), (g, 2t+1), (g+8, 2t), (g+8, 2t+1)
 /// of n-tile nt, g = lane / 4, t = lane % 4.
 template <bool Bf16, int NT, class FA, class FB>
@@ -97,6 +100,7 @@ __device__ __forceinline__ void prefill_warp_mma(float (&acc)[NT][4], int K, con
       }
     }
   } else {
+    float small[NT][4] = {};
     for (int k0 = 0; k0 < K; k0 += 8) {
       const float av[4] = {a(g, k0 + t), a(g + 8, k0 + t), a(g, k0 + t + 4), a(g + 8, k0 + t + 4)};
       std::uint32_t ah[4], al[4];
@@ -115,10 +119,18 @@ __device__ __forceinline__ void prefill_warp_mma(float (&acc)[NT][4], int K, con
           bh[e] = prefill_tf32(bv[e]);
           bl[e] = prefill_tf32(bv[e] - __uint_as_float(bh[e]));
         }
-        prefill_mma_tf32(acc[nt], al, bh);
-        prefill_mma_tf32(acc[nt], ah, bl);
-        prefill_mma_tf32(acc[nt], ah, bh);
+        prefill_mma_tf32(small[nt], al, bh);
+        prefill_mma_tf32(small[nt], ah, bl);
+        float big[4] = {};
+        prefill_mma_tf32(big, ah, bh);
+#pragma unroll
+        for (int e = 0; e < 4; ++e) acc[nt][e] += big[e];
       }
+    }
+#pragma unroll
+    for (int nt = 0; nt < NT; ++nt) {
+#pragma unroll
+      for (int e = 0; e < 4; ++e) acc[nt][e] += small[nt][e];
     }
   }
 }
@@ -330,20 +342,13 @@ __global__ void __launch_bounds__(kPrefillThreads)
         }
       }
     }
-    // S <- G_C S + Kd^T D: warp w the state rows [w D / 4, (w + 1) D / 4).
+    // S <- G_C S + Kd^T D: warp w the state rows [w D / 4, (w + 1) D / 4). The product
+    // from zero, then added to the decayed state in float32 (a thread owns its elements).
     const float gc = blk[PrefillBlock::gc(D, D)];
-    float acc[SR][NT][4];
+    float acc[SR][NT][4] = {};
 #pragma unroll
     for (int mt = 0; mt < SR; ++mt) {
       const int s0 = (warp * SR + mt) * 16;
-#pragma unroll
-      for (int nt = 0; nt < NT; ++nt) {
-#pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          const int r = s0 + g + (e >= 2 ? 8 : 0), cc = nt * 8 + 2 * t + (e & 1);
-          acc[mt][nt][e] = gc * Ss[r * LS + cc];
-        }
-      }
       prefill_warp_mma<Bf16, NT>(
           acc[mt], C, [&](int r, int k) { return Kd[k * D + s0 + r]; }, bd);
     }
@@ -356,7 +361,7 @@ __global__ void __launch_bounds__(kPrefillThreads)
 #pragma unroll
         for (int e = 0; e < 4; ++e) {
           const int r = s0 + g + (e >= 2 ? 8 : 0), cc = nt * 8 + 2 * t + (e & 1);
-          Ss[r * LS + cc] = acc[mt][nt][e];
+          Ss[r * LS + cc] = fmaf(gc, Ss[r * LS + cc], acc[mt][nt][e]);
         }
       }
     }
