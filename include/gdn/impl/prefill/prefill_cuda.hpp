@@ -275,64 +275,128 @@ __global__ void __launch_bounds__(kPrefillThreads)
   }
 }
 
+/// A 16-byte asynchronous copy from global to shared memory (cp.async, sm_80+), and the
+/// group commit and wait around it.
+__device__ __forceinline__ void prefill_cp16(float* smem, const float* gmem) {
+  const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(smem));
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(s), "l"(gmem));
+}
+__device__ __forceinline__ void prefill_cp_commit() { asm volatile("cp.async.commit_group;\n" ::); }
+/// Waits until at most `N` of this thread's committed groups are in flight.
+template <int N>
+__device__ __forceinline__ void prefill_cp_wait() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
+}
+
+/// Rows x Cols floats (Cols a multiple of 4, rows 16-byte aligned) from global memory (row
+/// stride `gs`) to shared memory (row stride `ss`), asynchronously, by the whole block.
+template <int Rows, int Cols>
+__device__ __forceinline__ void prefill_stage(float* sm, int ss, const float* gm, long gs) {
+  constexpr int V = Cols / 4;
+  for (int e = threadIdx.x; e < Rows * V; e += kPrefillThreads) {
+    const int r = e / V, c = (e % V) * 4;
+    prefill_cp16(sm + r * ss + c, gm + r * gs + c);
+  }
+}
+
+/// The shared memory of the state kernel, in floats: S [D][NC+4], D and U [C][NC+4], W, Qg
+/// and Kd [C][D+4], P [C][C+4].
+template <int D>
+constexpr int prefill_state_smem_floats() {
+  return (D + 2 * kPrefillChunk) * (kPrefillCols + 4) + 3 * kPrefillChunk * (D + 4) +
+         kPrefillChunk * (kPrefillChunk + 4);
+}
+
 /// Kernel 2: one block per (row, value head, kPrefillCols state columns), the row's chunks
-/// in order. Shared memory: the state tile S [D][kPrefillCols + 4] and D [C][kPrefillCols + 4].
+/// in order. The state tile stays in shared memory (float32) across the chunks; each
+/// chunk's operands are staged into shared memory by cp.async in two groups, each issued as
+/// soon as the previous chunk is done with its buffers: W and U (step a, D = U - W S) right
+/// after step a, Qg, P and Kd (steps b and c) after the state update, so that the copies
+/// overlap the other steps.
 template <class ActT, class StateT, int D, bool Bf16>
 __global__ void __launch_bounds__(kPrefillThreads)
     prefill_state_kernel(const PrefillParams<ActT, StateT, typename Kokkos::Cuda::memory_space> p) {
   constexpr int C = kPrefillChunk;
   constexpr int NC = kPrefillCols;
-  constexpr int LS = NC + 4;
+  constexpr int LS = NC + 4, LD = D + 4, LC = C + 4;
   constexpr int NT = NC / 8;                  // n-tiles per warp
   constexpr int SR = D / kPrefillWarps / 16;  // state m-tiles per warp
-  __shared__ float Ss[D * LS];
-  __shared__ float Dm[C * LS];
+  extern __shared__ float smem[];
+  float* Ss = smem;         // [D][LS]
+  float* Dm = Ss + D * LS;  // [C][LS]
+  float* Us = Dm + C * LS;  // [C][LS]
+  float* Ws = Us + C * LS;  // [C][LD]
+  float* Qs = Ws + C * LD;  // [C][LD]
+  float* Ks = Qs + C * LD;  // [C][LD]
+  float* Ps = Ks + C * LD;  // [C][LC]
 
   const int b = blockIdx.x, h = blockIdx.y, col0 = blockIdx.z * NC;
   long long start = 0, end = 0;
   if (!p.row(b, start, end)) return;
   const std::uint32_t slot = p.slots(b);
   const long long base = prefill_chunk_base(p.in.row_offsets(b), b);
+  const long long chunks = (end - start + C - 1) / C;
   const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
   const int g = lane >> 2, t = lane & 3;
+  const auto block = [&](long long c) {
+    return p.ws + ((base + c) * p.nv + h) * PrefillBlock::floats(D, D);
+  };
+  const auto stage_wu = [&](long long c) {
+    if (c < chunks) {
+      const float* blk = block(c);
+      prefill_stage<C, D>(Ws, LD, blk + PrefillBlock::w(D), D);
+      prefill_stage<C, NC>(Us, LS, blk + PrefillBlock::u(D) + col0, D);
+    }
+    prefill_cp_commit();
+  };
+  const auto stage_qpk = [&](long long c) {
+    if (c < chunks) {
+      const float* blk = block(c);
+      prefill_stage<C, D>(Qs, LD, blk + PrefillBlock::qg(D), D);
+      prefill_stage<C, C>(Ps, LC, blk + PrefillBlock::p(D, D), C);
+      prefill_stage<C, D>(Ks, LD, blk + PrefillBlock::kd(D), D);
+    }
+    prefill_cp_commit();
+  };
+  stage_wu(0);
+  stage_qpk(0);
   for (int e = tid; e < D * NC; e += kPrefillThreads) {
     const int i = e / NC, j = e % NC;
     Ss[i * LS + j] = to_float(p.state(slot, h, i, col0 + j));
   }
-  __syncthreads();
   const auto bs = [&](int k, int c) { return Ss[k * LS + c]; };
   const auto bd = [&](int k, int c) { return Dm[k * LS + c]; };
-  for (long long t0 = start, c = 0; t0 < end; t0 += C, ++c) {
+  const int r0 = 16 * warp;
+  for (long long c = 0; c < chunks; ++c) {
+    const long long t0 = start + c * C;
     const int n = static_cast<int>(end - t0 < C ? end - t0 : C);
-    const float* blk = p.ws + ((base + c) * p.nv + h) * PrefillBlock::floats(D, D);
-    const float* W = blk + PrefillBlock::w(D);
-    const float* Kd = blk + PrefillBlock::kd(D);
-    const float* Qg = blk + PrefillBlock::qg(D);
-    const float* U = blk + PrefillBlock::u(D);
-    const float* P = blk + PrefillBlock::p(D, D);
-    const int r0 = 16 * warp;
+    prefill_cp_wait<1>();  // W and U of chunk c
+    __syncthreads();
     // D = U - W S.
     {
       float acc[NT][4] = {};
       prefill_warp_mma<Bf16, NT>(
-          acc, D, [&](int r, int k) { return W[(r0 + r) * D + k]; }, bs);
+          acc, D, [&](int r, int k) { return Ws[(r0 + r) * LD + k]; }, bs);
 #pragma unroll
       for (int nt = 0; nt < NT; ++nt) {
 #pragma unroll
         for (int e = 0; e < 4; ++e) {
           const int r = r0 + g + (e >= 2 ? 8 : 0), cc = nt * 8 + 2 * t + (e & 1);
-          Dm[r * LS + cc] = U[r * D + col0 + cc] - acc[nt][e];
+          Dm[r * LS + cc] = Us[r * LS + cc] - acc[nt][e];
         }
       }
     }
+    __syncthreads();  // D complete; W and U free
+    stage_wu(c + 1);
+    prefill_cp_wait<1>();  // Qg, P and Kd of chunk c
     __syncthreads();
     // O = Qg S + P D.
     {
       float acc[NT][4] = {};
       prefill_warp_mma<Bf16, NT>(
-          acc, D, [&](int r, int k) { return Qg[(r0 + r) * D + k]; }, bs);
+          acc, D, [&](int r, int k) { return Qs[(r0 + r) * LD + k]; }, bs);
       prefill_warp_mma<Bf16, NT>(
-          acc, C, [&](int r, int k) { return P[(r0 + r) * C + k]; }, bd);
+          acc, C, [&](int r, int k) { return Ps[(r0 + r) * LC + k]; }, bd);
 #pragma unroll
       for (int nt = 0; nt < NT; ++nt) {
 #pragma unroll
@@ -344,15 +408,16 @@ __global__ void __launch_bounds__(kPrefillThreads)
     }
     // S <- G_C S + Kd^T D: warp w the state rows [w D / 4, (w + 1) D / 4). The product
     // from zero, then added to the decayed state in float32 (a thread owns its elements).
-    const float gc = blk[PrefillBlock::gc(D, D)];
+    const float gc = block(c)[PrefillBlock::gc(D, D)];
     float acc[SR][NT][4] = {};
 #pragma unroll
     for (int mt = 0; mt < SR; ++mt) {
       const int s0 = (warp * SR + mt) * 16;
       prefill_warp_mma<Bf16, NT>(
-          acc[mt], C, [&](int r, int k) { return Kd[k * D + s0 + r]; }, bd);
+          acc[mt], C, [&](int r, int k) { return Ks[k * LD + s0 + r]; }, bd);
     }
-    __syncthreads();  // every warp is done reading S
+    __syncthreads();  // every warp is done reading S, Qg, P, Kd and D
+    stage_qpk(c + 1);
 #pragma unroll
     for (int mt = 0; mt < SR; ++mt) {
       const int s0 = (warp * SR + mt) * 16;
@@ -365,8 +430,9 @@ __global__ void __launch_bounds__(kPrefillThreads)
         }
       }
     }
-    __syncthreads();
   }
+  prefill_cp_wait<0>();
+  __syncthreads();
   for (int e = tid; e < D * NC; e += kPrefillThreads) {
     const int i = e / NC, j = e % NC;
     p.state(slot, h, i, col0 + j) = from_float<StateT>(Ss[i * LS + j]);
@@ -388,10 +454,14 @@ void launch_prefill_cuda_kernels(
             kPrefillThreads, smem, stream>>>(p);
     err = cudaGetLastError();
   }
+  const auto state = prefill_state_kernel<ActT, StateT, D, Bf16>;
+  const std::size_t state_smem = sizeof(float) * prefill_state_smem_floats<D>();
   if (err == cudaSuccess) {
-    prefill_state_kernel<ActT, StateT, D, Bf16>
-        <<<dim3(static_cast<unsigned>(p.batch), static_cast<unsigned>(p.nv), D / kPrefillCols),
-           kPrefillThreads, 0, stream>>>(p);
+    err = cudaFuncSetAttribute(state, cudaFuncAttributeMaxDynamicSharedMemorySize, int(state_smem));
+  }
+  if (err == cudaSuccess) {
+    state<<<dim3(static_cast<unsigned>(p.batch), static_cast<unsigned>(p.nv), D / kPrefillCols),
+            kPrefillThreads, state_smem, stream>>>(p);
     err = cudaGetLastError();
   }
   if (err != cudaSuccess) {
