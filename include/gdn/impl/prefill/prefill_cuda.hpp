@@ -153,7 +153,7 @@ __device__ __forceinline__ int prefill_slot_row(const P& p, long long s) {
 
 /// Kernel 1: one block per (chunk slot, value head). Shared memory: Q^, K^ (then the right
 /// sides and solutions of W), V (then U) as [C][D + 4] floats, L as [C][C + 4], the
-/// cumulative log-decays and betas.
+/// cumulative log-decays, betas and the decays from the chunk's start and to its end.
 template <class ActT, class StateT, int D, bool Bf16>
 __global__ void __launch_bounds__(kPrefillThreads)
     prefill_chunk_kernel(const PrefillParams<ActT, StateT, typename Kokkos::Cuda::memory_space> p) {
@@ -167,6 +167,8 @@ __global__ void __launch_bounds__(kPrefillThreads)
   float* Ls = Vs + C * LD;
   float* gs = Ls + C * LC;
   float* bs = gs + C;
+  float* es = bs + C;  // G_r = exp(g_r)
+  float* ed = es + C;  // G_C / G_r (0 past the chunk)
 
   const long long s = blockIdx.x;
   const int h = blockIdx.y;
@@ -247,24 +249,42 @@ __global__ void __launch_bounds__(kPrefillThreads)
   __syncthreads();
   // Qg, Kd to the workspace; the right sides diag(beta G) K^ and diag(beta) V in place.
   const float gl = gs[n - 1];
-  for (int e = tid; e < C * D; e += kPrefillThreads) {
-    const int r = e / D, c = e % D;
-    const float et = expf(gs[r]);
-    const float k = Ks[r * LD + c];
-    blk[PrefillBlock::qg(D) + e] = et * Qs[r * LD + c];
-    blk[PrefillBlock::kd(D) + e] = r < n ? expf(gl - gs[r]) * k : 0.0f;
-    Ks[r * LD + c] = bs[r] * et * k;
-    Vs[r * LD + c] *= bs[r];
+  if (tid < C) {
+    es[tid] = expf(gs[tid]);
+    ed[tid] = tid < n ? expf(gl - gs[tid]) : 0.0f;
   }
   if (tid == 0) blk[PrefillBlock::gc(D, D)] = expf(gl);
   __syncthreads();
-  // Forward substitution, a thread per column of [W | U]: x_r -= sum_{i<r} L(r, i) x_i.
+  for (int e = tid; e < C * D; e += kPrefillThreads) {
+    const int r = e / D, c = e % D;
+    const float k = Ks[r * LD + c];
+    blk[PrefillBlock::qg(D) + e] = es[r] * Qs[r * LD + c];
+    blk[PrefillBlock::kd(D) + e] = ed[r] * k;
+    Ks[r * LD + c] = bs[r] * es[r] * k;
+    Vs[r * LD + c] *= bs[r];
+  }
+  __syncthreads();
+  // Forward substitution, a thread per column of [W | U]: x_r -= sum_{i<r} L(r, i) x_i, in
+  // blocks of 16 rows: first the rows before the block (16 independent sums, so the loads
+  // and FMAs overlap), then the block's own triangle on its rows in registers.
   for (int col = tid; col < 2 * D; col += kPrefillThreads) {
     float* x = col < D ? Ks + col : Vs + (col - D);
-    for (int r = 1; r < n; ++r) {
-      float acc = x[r * LD];
-      for (int i = 0; i < r; ++i) acc = fmaf(-Ls[r * LC + i], x[i * LD], acc);
-      x[r * LD] = acc;
+    for (int j0 = 0; j0 < C; j0 += 16) {
+      float v[16];
+#pragma unroll
+      for (int r = 0; r < 16; ++r) v[r] = x[(j0 + r) * LD];
+      for (int i = 0; i < j0; ++i) {
+        const float xi = x[i * LD];
+#pragma unroll
+        for (int r = 0; r < 16; ++r) v[r] = fmaf(-Ls[(j0 + r) * LC + i], xi, v[r]);
+      }
+#pragma unroll
+      for (int r = 1; r < 16; ++r) {
+#pragma unroll
+        for (int i = 0; i < r; ++i) v[r] = fmaf(-Ls[(j0 + r) * LC + j0 + i], v[i], v[r]);
+      }
+#pragma unroll
+      for (int r = 0; r < 16; ++r) x[(j0 + r) * LD] = v[r];
     }
   }
   __syncthreads();
@@ -444,7 +464,7 @@ void launch_prefill_cuda_kernels(
     const Kokkos::Cuda& space,
     const PrefillParams<ActT, StateT, typename Kokkos::Cuda::memory_space>& p) {
   constexpr int C = kPrefillChunk;
-  const std::size_t smem = sizeof(float) * (3 * C * (D + 4) + C * (C + 4) + 2 * C);
+  const std::size_t smem = sizeof(float) * (3 * C * (D + 4) + C * (C + 4) + 4 * C);
   const auto chunk = prefill_chunk_kernel<ActT, StateT, D, Bf16>;
   cudaError_t err =
       cudaFuncSetAttribute(chunk, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem));
