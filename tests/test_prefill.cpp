@@ -297,6 +297,39 @@ TEST(Prefill, FinalStateSeedsExactPath) {
   EXPECT_LE(rel_err(floats_of(S), pool), tolerance(PrefillPrecision::tf32x3));
 }
 
+int g_allocations = 0;
+void count_allocation(Kokkos::Profiling::SpaceHandle, const char*, const void*, std::uint64_t) {
+  ++g_allocations;
+}
+
+// With a workspace the call allocates nothing (after a first call, which may grow Kokkos'
+// host team scratch), so it can be captured in a CUDA graph; the overload without one
+// allocates its workspace (which also shows that the callback counts).
+TEST(Prefill, WithWorkspaceAllocatesNothing) {
+  const ExecSpace space;
+  const gdn::HeadConfig cfg = heads(1, 2, 128);
+  const Problem p = make_problem(cfg, {130, 7}, 6601);
+  const Index slots = to_device({0u, 1u});
+  const Pool<float> S = make_state<float>(2, cfg, 84);
+  const DeviceInputs d = upload(p);
+  Strided2D out = make_out(p);
+  const gdn::PrefillWorkspace<Mem> ws = workspace_for(p);
+  for (PrefillPrecision prec : kPrecisions) {
+    gdn::recurrence_prefill(space, cfg, d.in, slots, S, out.view, ws, prec);  // warm-up
+    space.fence();
+    Kokkos::Tools::Experimental::set_allocate_data_callback(count_allocation);
+    g_allocations = 0;
+    gdn::recurrence_prefill(space, cfg, d.in, slots, S, out.view, ws, prec);
+    space.fence();
+    const int with_ws = g_allocations;
+    gdn::recurrence_prefill(space, cfg, d.in, slots, S, out.view, prec);
+    const int without_ws = g_allocations - with_ws;
+    Kokkos::Tools::Experimental::set_allocate_data_callback(nullptr);
+    EXPECT_EQ(with_ws, 0) << precision_name(prec);
+    EXPECT_GE(without_ws, 1) << precision_name(prec);
+  }
+}
+
 // Bad input: rejected before the launch, naming the argument; nothing written.
 TEST(Prefill, RejectsBadInput) {
   const gdn::HeadConfig cfg = heads(1, 2, 64);
