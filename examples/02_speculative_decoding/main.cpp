@@ -9,7 +9,8 @@
 // the conv state bf16, the recurrent ring float (so the fold is exact).
 //
 // Prefill: every sequence's prompt goes through gdn::conv1d_fwd and
-// gdn::recurrence_fwd (GateInputs) on every layer, from zero states.
+// gdn::recurrence_prefill (GateInputs, the chunked prefill in bf16 products, with a
+// workspace) on every layer, from zero states.
 //
 // One decoding step, for `batch` sequences and `layers` layers:
 //   1. draft: `window` tokens per sequence (a random length up to `window`
@@ -148,7 +149,7 @@ int simulate(const Options& o) {
   const RowTable ring_rows("gdn_demo::ring_rows", L, B, table_rng);
   std::mt19937_64 length_rng(mix64(o.seed + 1));
 
-  // ---- prefill: every prompt through conv1d_fwd + recurrence_fwd, layer by layer ----
+  // ---- prefill: every prompt through conv1d_fwd + recurrence_prefill, layer by layer ----
   if (o.prompt > 0) {
     Index offsets("gdn_demo::prompt_offsets", B + 1);  // [B+1]
     auto h_offsets = Kokkos::create_mirror_view(offsets);
@@ -163,6 +164,8 @@ int simulate(const Options& o) {
     const LayerInputs prompt(cfg, 1, P);                             // one layer's inputs at a time
     const Tokens2D post("gdn_demo::prompt_post_conv", P, conv_dim);  // [tokens, conv_dim]
     const Tokens2D out("gdn_demo::prompt_out", P, cfg.value_dim());  // [tokens, value_dim]
+    const gdn::PrefillWorkspace<Mem> workspace("gdn_demo::prefill_workspace",
+                                               gdn::prefill_workspace_bytes(cfg, P, B));
     double prefill_s = 0;
     Kokkos::Timer timer;
     for (int l = 0; l < L; ++l) {
@@ -171,15 +174,17 @@ int simulate(const Options& o) {
       timer.reset();
       gdn::conv1d_fwd(space, cfg, model.conv_inputs(l, LayerInputs::layer(prompt.qkv, 0), offsets),
                       state_rows.per_layer[l], conv_state, post);
-      gdn::recurrence_fwd(space, cfg,
-                          model.gate_inputs(l, post, LayerInputs::layer(prompt.a, 0),
-                                            LayerInputs::layer(prompt.b, 0), offsets),
-                          state_rows.per_layer[l], state, out);
+      gdn::recurrence_prefill(space, cfg,
+                              model.gate_inputs(l, post, LayerInputs::layer(prompt.a, 0),
+                                                LayerInputs::layer(prompt.b, 0), offsets),
+                              state_rows.per_layer[l], state, out, workspace,
+                              gdn::PrefillPrecision::bf16);
       space.fence();
       prefill_s += timer.seconds();
     }
-    std::printf("prefill  %d prompt tokens%s on %d layers (conv1d_fwd + recurrence_fwd)  %.2f ms\n",
-                P, o.ragged ? " (ragged)" : "", L, 1e3 * prefill_s);
+    std::printf(
+        "prefill  %d prompt tokens%s on %d layers (conv1d_fwd + recurrence_prefill)  %.2f ms\n", P,
+        o.ragged ? " (ragged)" : "", L, 1e3 * prefill_s);
     std::fflush(stdout);
   }
 
