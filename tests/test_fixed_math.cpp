@@ -1,8 +1,10 @@
 // The library's own exp and log1p (gdn/impl/core/fixed_math.hpp): within 1 ulp of
 // float64 over a sweep of the whole float range, the special values, and the
-// same bits on the execution space under test as on the host.
+// same bits on the execution space under test as on the host. FastDiv
+// (gdn/impl/core/fast_div.hpp) against the division operator.
 #include "test_support.hpp"
 
+#include <gdn/impl/core/fast_div.hpp>
 #include <gdn/impl/core/fixed_math.hpp>
 #include <gdn/impl/core/token_io.hpp>
 
@@ -11,6 +13,7 @@
 #include <iostream>
 #include <limits>
 #include <string>
+#include <vector>
 
 namespace gdn_test {
 namespace {
@@ -56,6 +59,32 @@ double ulp_error(float got, double want) {
   std::frexp(want, &e);
   const double ulp = std::ldexp(1.0, std::max(e - 24, -149));
   return std::abs(double(got) - want) / ulp;
+}
+
+// Every divisor up to 1000 and a few large ones, against n near 0, near
+// multiples of the divisor, and spread up to 2^31 - 1.
+TEST(FastDiv, MatchesTheDivisionOperator) {
+  std::vector<std::uint32_t> divisors;
+  for (std::uint32_t d = 1; d <= 1000; ++d) divisors.push_back(d);
+  for (std::uint32_t d : {65535u, 65536u, 65537u, 1000003u, (1u << 30) + 1u, (1u << 31) - 1u})
+    divisors.push_back(d);
+  long checked = 0;
+  for (const std::uint32_t d : divisors) {
+    const gdn::Impl::FastDiv f(d);
+    std::vector<std::uint32_t> ns = {0u, 1u, d - 1u, d, d + 1u, (1u << 31) - 1u, (1u << 31) - d};
+    for (std::uint32_t k = 1; k < 2000; k += 7) {
+      const std::uint64_t m = std::uint64_t(k) * d;
+      if (m < (1u << 31)) ns.insert(ns.end(), {std::uint32_t(m - 1), std::uint32_t(m)});
+    }
+    for (std::uint32_t n = 12345u; n < (1u << 31) - 40000000u; n += 39999989u) ns.push_back(n);
+    for (const std::uint32_t n : ns) {
+      if (n >= (1u << 31)) continue;
+      ASSERT_EQ(f.div(n), n / d) << "n " << n << " d " << d;
+      ASSERT_EQ(f.mod(n), n % d) << "n " << n << " d " << d;
+      ++checked;
+    }
+  }
+  EXPECT_GT(checked, 100000);
 }
 
 TEST(FixedMath, ExpWithinOneUlpOfFloat64) {

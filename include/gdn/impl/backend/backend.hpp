@@ -379,6 +379,15 @@ KOKKOS_FORCEINLINE_FUNCTION void store_frag(bf16* p, const float (&s)[N]) {
   }
 }
 
+/// The high 32 bits of the 64-bit product `a * b`.
+KOKKOS_FORCEINLINE_FUNCTION std::uint32_t mul_hi(std::uint32_t a, std::uint32_t b) {
+#if defined(__CUDA_ARCH__)
+  return __umulhi(a, b);
+#else
+  return static_cast<std::uint32_t>((std::uint64_t(a) * b) >> 32);
+#endif
+}
+
 /// `v` of the warp lane `d * Stride` away (xor): one step of the lane
 /// butterfly (core/token_step.hpp, scatter_steps). Every thread of the warp
 /// calls it together. Without lanes (the host) never called with d > 0: `v`.

@@ -104,32 +104,58 @@ constexpr int own_cols() {
 }
 
 /// The butterfly steps of scatter_combine at lane distances D, D/2, ..., 1
-/// with `W` columns still held. While a lane holds several columns it keeps
-/// one half (the upper half where bit D of its lane is set) and sends the
-/// other to the lane D away, which sends it the matching half of its own: a
-/// reduce-scatter. With one column left the step is a plain butterfly. Each
-/// step adds the same two partial sums as the butterfly of every column
-/// would, so every result has the bits of the canonical tree.
+/// with `W` columns still held, over one or more arrays of partial sums in
+/// step (so that their shuffles overlap). While a lane holds several
+/// columns it keeps one half (the upper half where bit D of its lane is set)
+/// and sends the other to the lane D away, which sends it the matching half
+/// of its own: a reduce-scatter. With one column left the step is a plain
+/// butterfly. Each step adds the same two partial sums as the butterfly of
+/// every column would, so every result has the bits of the canonical tree.
 template <int Stride, int D, int W, int BPL, int CB>
-KOKKOS_FORCEINLINE_FUNCTION void scatter_steps(float (&acc)[BPL][CB], int lane) {
+KOKKOS_FORCEINLINE_FUNCTION void scatter_step(float (&acc)[BPL][CB], bool upper) {
+  GDN_UNROLL
+  for (int lb = 0; lb < BPL; ++lb) {
+    if constexpr (W > 1) {
+      constexpr int H = W / 2;
+      GDN_UNROLL
+      for (int c = 0; c < H; ++c) {
+        const float send = upper ? acc[lb][c] : acc[lb][c + H];
+        const float keep = upper ? acc[lb][c + H] : acc[lb][c];
+        acc[lb][c] = keep + lane_xor<Stride>(send, D);
+      }
+    } else {
+      acc[lb][0] = acc[lb][0] + lane_xor<Stride>(acc[lb][0], D);
+    }
+  }
+}
+
+template <int Stride, int D, int W, int BPL, int CB, class... More>
+KOKKOS_FORCEINLINE_FUNCTION void scatter_steps(int lane, float (&acc)[BPL][CB], More&... more) {
   if constexpr (D >= 1) {
     const bool upper = (lane & D) != 0;
-    GDN_UNROLL
-    for (int lb = 0; lb < BPL; ++lb) {
-      if constexpr (W > 1) {
-        constexpr int H = W / 2;
-        GDN_UNROLL
-        for (int c = 0; c < H; ++c) {
-          const float send = upper ? acc[lb][c] : acc[lb][c + H];
-          const float keep = upper ? acc[lb][c + H] : acc[lb][c];
-          acc[lb][c] = keep + lane_xor<Stride>(send, D);
-        }
-      } else {
-        acc[lb][0] = acc[lb][0] + lane_xor<Stride>(acc[lb][0], D);
-      }
-    }
-    scatter_steps<Stride, D / 2, (W > 1 ? W / 2 : 1), BPL, CB>(acc, lane);
+    scatter_step<Stride, D, W>(acc, upper);
+    (scatter_step<Stride, D, W>(more, upper), ...);
+    scatter_steps<Stride, D / 2, (W > 1 ? W / 2 : 1)>(lane, acc, more...);
+  } else {
+    (void)lane;
   }
+}
+
+/// The local tree over a lane's `BPL` blocks of its `Own` columns, into `sum`.
+template <int Own, int BPL, int CB>
+KOKKOS_FORCEINLINE_FUNCTION void local_tree(float (&acc)[BPL][CB], float (&sum)[Own]) {
+  GDN_UNROLL
+  GDN_HOST_UNROLL
+  for (int w = BPL / 2; w >= 1; w /= 2) {
+    GDN_UNROLL
+    GDN_HOST_UNROLL
+    for (int e = 0; e < w; ++e) {
+      GDN_SIMD
+      for (int c = 0; c < Own; ++c) acc[e][c] = acc[e][c] + acc[e + w][c];
+    }
+  }
+  GDN_SIMD
+  for (int c = 0; c < Own; ++c) sum[c] = acc[0][c];
 }
 
 /// The first of the `own_cols` consecutive columns that lane `lane` holds
@@ -173,20 +199,20 @@ KOKKOS_FORCEINLINE_FUNCTION void scatter_combine(float (&acc)[BPL][CB], int lane
                                                  float (&sum)[own_cols<Lanes, CB>()]) {
   static_assert((BPL & (BPL - 1)) == 0 && (Lanes & (Lanes - 1)) == 0 && (CB & (CB - 1)) == 0,
                 "powers of two of blocks, lanes and columns");
-  constexpr int Own = own_cols<Lanes, CB>();
-  scatter_steps<Stride, Lanes / 2, CB, BPL, CB>(acc, lane);
-  GDN_UNROLL
-  GDN_HOST_UNROLL
-  for (int w = BPL / 2; w >= 1; w /= 2) {
-    GDN_UNROLL
-    GDN_HOST_UNROLL
-    for (int e = 0; e < w; ++e) {
-      GDN_SIMD
-      for (int c = 0; c < Own; ++c) acc[e][c] = acc[e][c] + acc[e + w][c];
-    }
-  }
-  GDN_SIMD
-  for (int c = 0; c < Own; ++c) sum[c] = acc[0][c];
+  scatter_steps<Stride, Lanes / 2, CB>(lane, acc);
+  local_tree<own_cols<Lanes, CB>()>(acc, sum);
+}
+
+/// scatter_combine of two sets of sums at once (their shuffles overlap).
+template <int Lanes, int Stride, int BPL, int CB>
+KOKKOS_FORCEINLINE_FUNCTION void scatter_combine(float (&a)[BPL][CB], float (&b)[BPL][CB], int lane,
+                                                 float (&sa)[own_cols<Lanes, CB>()],
+                                                 float (&sb)[own_cols<Lanes, CB>()]) {
+  static_assert((BPL & (BPL - 1)) == 0 && (Lanes & (Lanes - 1)) == 0 && (CB & (CB - 1)) == 0,
+                "powers of two of blocks, lanes and columns");
+  scatter_steps<Stride, Lanes / 2, CB>(lane, a, b);
+  local_tree<own_cols<Lanes, CB>()>(a, sa);
+  local_tree<own_cols<Lanes, CB>()>(b, sb);
 }
 
 /// Every column's value from the lane holding it after scatter_combine:

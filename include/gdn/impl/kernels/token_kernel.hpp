@@ -47,6 +47,7 @@
 
 #include <gdn/config.hpp>
 #include <gdn/impl/backend/backend.hpp>
+#include <gdn/impl/core/fast_div.hpp>
 #include <gdn/impl/core/token_step.hpp>
 #include <gdn/impl/kernels/lazy_kernel.hpp>
 #include <gdn/impl/launch/params.hpp>
@@ -60,31 +61,33 @@
 namespace gdn {
 namespace Impl {
 
-/// Tokens `t .. t+n-1` of columns `c0 .. c0+width-1` of `x` into `dst`
-/// ([n][width] floats of team scratch), by `threads` threads. Rows contiguous
-/// and 16-byte aligned (`vec`): float words by async copies (completed by
-/// async_wait), bf16 words loaded 8 values at a time and widened; otherwise
-/// a value at a time.
-template <class ActT, class X>
-KOKKOS_INLINE_FUNCTION void stage_rows(int rank, int threads, float* dst, const X& x, int t, int n,
-                                       long c0, int width, bool vec) {
+/// `n` rows of `W` channels of an activation tensor into `dst` ([n][W]
+/// floats of team scratch), by `threads` threads: row j starts at `src + j *
+/// pitch`, its channels `cs` apart. Contiguous, 16-byte aligned rows (`vec`,
+/// cs == 1): float words by async copies (completed by async_wait), bf16
+/// words loaded 8 values at a time and widened; otherwise a value at a time.
+template <class ActT, int W>
+KOKKOS_INLINE_FUNCTION void stage_rows(int rank, int threads, float* dst, const ActT* src,
+                                       long pitch, long cs, int n, bool vec) {
   if (vec) {
     constexpr int kE = 16 / int(sizeof(ActT));  // values per 16-byte word
-    const int words = width / kE;
-    for (int e = rank; e < n * words; e += threads) {
-      const int j = e / words, w = kE * (e % words);
+    constexpr int kWords = W / kE;
+    static_assert(W % kE == 0, "whole 16-byte words per row");
+    for (int e = rank; e < n * kWords; e += threads) {
+      const int j = e / kWords, w = kE * (e % kWords);
+      const ActT* const p = src + j * pitch + w;
       if constexpr (std::is_same<ActT, float>::value) {
-        async_copy<16>(dst + kE * e, &x(t + j, c0 + w));
+        async_copy<16>(dst + kE * e, p);
       } else {
         float v[kE];
-        load_frag<kE>(&x(t + j, c0 + w), v);
+        load_frag<kE>(p, v);
         store_frag<kE>(dst + kE * e, v);
       }
     }
   } else {
-    for (int e = rank; e < n * width; e += threads) {
-      const int j = e / width, i = e % width;
-      dst[e] = to_float(x(t + j, c0 + i));
+    for (int e = rank; e < n * W; e += threads) {
+      const int j = e / W, i = e % W;
+      dst[e] = to_float(src[j * pitch + i * cs]);
     }
   }
 }
@@ -138,7 +141,9 @@ struct TokenKernel {
       Kokkos::View<float*, typename ExecSpace::scratch_memory_space, Kokkos::MemoryUnmanaged>;
 
   RecurrenceParams<ActT, StateT, RingT, M> m;
-  int m_items = 0;  // B * nv * kTiles
+  int m_items = 0;      // B * nv * kTiles
+  FastDiv m_nv_div;     // division by nv (item decoding)
+  FastDiv m_group_div;  // division by G (a value head's key head)
 
   /// Team scratch in bytes (16 bytes of slack for alignment).
   static constexpr int scratch_bytes() { return int(sizeof(float)) * (kScratchFloats + 4); }
@@ -183,8 +188,8 @@ struct TokenKernel {
     it.index = item;
     it.tile = item % kTiles;
     const int bh = item / kTiles;
-    it.h = bh % m.nv;
-    const int b = bh / m.nv;
+    const int b = static_cast<int>(m_nv_div.div(unsigned(bh)));
+    it.h = bh - b * m.nv;
     const std::uint32_t o0 = m.in.row_offsets(b), o1 = m.in.row_offsets(b + 1);
     it.slot = m.slots(b);
     if constexpr (Verify) it.ring_row = m.ring_slots(b);
@@ -228,7 +233,7 @@ struct TokenKernel {
     float* const s = align16(ScratchView(team.team_scratch(0), kScratchFloats + 4).data());
     Item cur = find(team, team.league_rank());
     if (cur.index < 0) return;
-    issue_inputs(team.team_rank(), s, cur, 0);
+    issue_inputs(team.team_rank(), s, cur.t0, cur.len < kStage ? cur.len : kStage, cur.h, cur.tile);
     issue_state(team.team_rank(), s, cur);
     int buf = 0;
     while (cur.index >= 0) {
@@ -244,7 +249,7 @@ struct TokenKernel {
     const int rank = team.team_rank();
     int lane = 0, group = 0, gl0 = 0;
     Shape::place(rank, lane, group, gl0);
-    const int h = it.h, kh = h / m.group, g = h % m.group;
+    const int h = it.h, kh = static_cast<int>(m_group_div.div(unsigned(h))), g = h - kh * m.group;
     const int tcol = it.tile * kTokenTile;       // the tile's first column in the head
     const int col0 = group * kCols;              // this thread's first tile column
     const int oc = own_col0<kLanes, kCB>(lane);  // its first column of each sum
@@ -289,10 +294,13 @@ struct TokenKernel {
       }
       norms(in, n, lane, group, group - gl0);
       team.team_barrier();  // the norms are in; the state buffer and `other` are free
-      {
-        const Item& ni = last ? nxt : it;  // the next stage's item and first token
-        if (ni.index >= 0) issue_inputs(rank, other, ni, last ? 0 : c0 + kStage);
-        if (last && nxt.index >= 0) issue_state(rank, s, nxt);
+      if (!last || nxt.index >= 0) {
+        // The next stage: this item's next tokens, or the next item's first.
+        const int nt = last ? nxt.t0 : it.t0 + c0 + kStage;
+        const int rest = last ? nxt.len : it.len - c0 - kStage;
+        issue_inputs(rank, other, nt, rest < kStage ? rest : kStage, last ? nxt.h : h,
+                     last ? nxt.tile : it.tile);
+        if (last) issue_state(rank, s, nxt);
       }
       if (record)
         write_key_records(rank, in, rec + c0 * rec_stride, rec_stride, n, g, it.tile, lay);
@@ -347,13 +355,18 @@ struct TokenKernel {
   /// Shape::state_slot). Elsewhere nothing.
   KOKKOS_INLINE_FUNCTION void issue_state(int rank, float* s, const Item& it) const {
     if constexpr (Shape::state_buffer) {
+      // Thread `rank` copies chunk rank % kRowChunks of rows rank / kRowChunks + p * kPassRows.
       constexpr int kRowChunks = kTokenTile * int(sizeof(StateT)) / 16;
+      constexpr int kPassRows = kThreads / kRowChunks;
       constexpr int kPer = 16 / int(sizeof(StateT));
+      static_assert(kThreads % kRowChunks == 0 && Dk % kPassRows == 0, "whole passes");
       char* const tile = reinterpret_cast<char*>(s + 2 * kBufFloats);
-      const StateT* const src = &m.state(it.slot, it.h, 0, it.tile * kTokenTile);
-      for (int e = rank; e < Dk * kRowChunks; e += kThreads) {
-        const int row = e / kRowChunks, chunk = e % kRowChunks;
-        async_copy<16>(tile + 16 * Shape::state_slot(row, chunk), src + row * Dk + chunk * kPer);
+      const int chunk = rank % kRowChunks, r0 = rank / kRowChunks;
+      const StateT* const src = &m.state(it.slot, it.h, r0, it.tile * kTokenTile + chunk * kPer);
+      GDN_UNROLL
+      for (int p = 0; p < Dk / kPassRows; ++p) {
+        const int row = r0 + p * kPassRows;
+        async_copy<16>(tile + 16 * Shape::state_slot(row, chunk), src + p * kPassRows * Dk);
       }
     } else {
       (void)rank;
@@ -389,35 +402,43 @@ struct TokenKernel {
       } else {
         token_sweep<kBPL, kCols, kCB, true, false>(st, cb, kj, qj, u, 0.0f, kj, o, kv);
       }
-      scatter_combine<kLanes, kStride>(o, lane, sum);
+      float ksum[kOwn];
+      if (next) {
+        scatter_combine<kLanes, kStride>(o, kv, lane, sum, ksum);
+      } else {
+        scatter_combine<kLanes, kStride>(o, lane, sum);
+      }
       const float qf = in[kQf + j];
       GDN_SIMD
       for (int i = 0; i < kOwn; ++i) sum[i] = qf * sum[i];
       emit(j, uo, sum);
       if (next) {
-        scatter_combine<kLanes, kStride>(kv, lane, sum);
         const float* const vn = v + (j + 1) * kTokenTile;
         const float beta = in[kBeta + j + 1], kinv = in[kKinv + j + 1];
         GDN_SIMD
-        for (int i = 0; i < kOwn; ++i) uo[i] = delta_factor(vn[i], sum[i], beta, kinv);
+        for (int i = 0; i < kOwn; ++i) uo[i] = delta_factor(vn[i], ksum[i], beta, kinv);
         gather_columns<kLanes, kStride, kCB>(uo, u, gl0);
       }
     }
   }
 
-  /// Stage [c0, c0 + kStage) of the item's inputs into staging buffer `in`
-  /// as floats: k, q of its key head, v of its tile, decay and beta (m.in,
-  /// token_io.hpp); copies in flight until the next async_wait, which the
-  /// stage's barrier follows.
-  KOKKOS_INLINE_FUNCTION void issue_inputs(int rank, float* in, const Item& it, int c0) const {
-    const int n = it.len - c0 < kStage ? it.len - c0 : kStage;
-    const int t = it.t0 + c0, h = it.h, kh = h / m.group;
+  /// Tokens t .. t+n-1 of value head h's inputs into staging buffer `in`
+  /// as floats: k, q of its key head, v of column tile `tile`, decay and beta
+  /// (m.in, token_io.hpp); copies in flight until the next async_wait, which
+  /// the stage's barrier follows.
+  KOKKOS_INLINE_FUNCTION void issue_inputs(int rank, float* in, int t, int n, int h,
+                                           int tile) const {
+    const int kh = static_cast<int>(m_group_div.div(unsigned(h)));
     const auto& x = m.in.m_qkv;
+    const long pitch = static_cast<long>(x.stride(0)), cs = static_cast<long>(x.stride(1));
+    const ActT* const row = x.data() + long(t) * pitch;
     const long qc = long(kh) * Dk;
-    stage_rows<ActT>(rank, kThreads, in + kK, x, t, n, m.key_dim + qc, Dk, m.vec_qkv);
-    stage_rows<ActT>(rank, kThreads, in + kQ, x, t, n, qc, Dk, m.vec_qkv);
-    stage_rows<ActT>(rank, kThreads, in + kV, x, t, n,
-                     2 * m.key_dim + long(h) * Dk + it.tile * kTokenTile, kTokenTile, m.vec_qkv);
+    stage_rows<ActT, Dk>(rank, kThreads, in + kK, row + (m.key_dim + qc) * cs, pitch, cs, n,
+                         m.vec_qkv);
+    stage_rows<ActT, Dk>(rank, kThreads, in + kQ, row + qc * cs, pitch, cs, n, m.vec_qkv);
+    stage_rows<ActT, kTokenTile>(rank, kThreads, in + kV,
+                                 row + (2 * m.key_dim + long(h) * Dk + tile * kTokenTile) * cs,
+                                 pitch, cs, n, m.vec_qkv);
     for (int j = rank; j < n; j += kThreads) {
       in[kA + j] = m.in.decay(t + j, h);
       in[kBeta + j] = m.in.beta(t + j, h);
