@@ -63,32 +63,25 @@ constexpr int kTokenTile = 64;
 /// `place` gives a team thread its lane, its lane group and the warp lane of
 /// its group's lane 0 (`group_lane0`: the lanes of a group are warp lanes
 /// group_lane0 + l * lane_stride). `stage` tokens are staged per barrier.
-/// With `state_buffer` the team copies the next item's state tile into team
-/// scratch while it computes the current one (asynchronous copies), 16-byte
-/// chunk `chunk` of tile row `row` at 16-byte slot `state_slot(row, chunk)`.
 /// The host default: one thread holds the whole tile (every block of every
 /// column), sweeps 16 columns at a time (one 512-bit vector), loads its
 /// state straight from the pool, and folds records into a row while its
 /// columns are in registers (`rows_outer`).
 template <class ExecSpace, int Dk, class StateT>
 struct TokenShape {
-  static constexpr int lanes = 1;              ///< lanes splitting one column's rows
-  static constexpr int lane_stride = 1;        ///< warp-lane distance of a group's lanes
-  static constexpr int cols = kTokenTile;      ///< columns per thread
-  static constexpr int col_block = 16;         ///< columns swept together
-  static constexpr int threads = 1;            ///< threads per team
-  static constexpr int min_teams = 1;          ///< launch bound: resident teams per SM (GPU)
-  static constexpr int stage = 16;             ///< tokens staged per barrier
-  static constexpr bool state_buffer = false;  ///< the next item's state copied into scratch
-  static constexpr bool rows_outer = true;     ///< fold_fragment's loop order
+  static constexpr int lanes = 1;           ///< lanes splitting one column's rows
+  static constexpr int lane_stride = 1;     ///< warp-lane distance of a group's lanes
+  static constexpr int cols = kTokenTile;   ///< columns per thread
+  static constexpr int col_block = 16;      ///< columns swept together
+  static constexpr int threads = 1;         ///< threads per team
+  static constexpr int min_teams = 1;       ///< launch bound: resident teams per SM (GPU)
+  static constexpr int stage = 16;          ///< tokens staged per barrier
+  static constexpr bool rows_outer = true;  ///< fold_fragment's loop order
   KOKKOS_FORCEINLINE_FUNCTION static void place(int /*rank*/, int& lane, int& group,
                                                 int& group_lane0) {
     lane = 0;
     group = 0;
     group_lane0 = 0;
-  }
-  KOKKOS_FORCEINLINE_FUNCTION static constexpr int state_slot(int row, int chunk) {
-    return row * (kTokenTile * int(sizeof(StateT)) / 16) + chunk;
   }
   /// Teams to launch for `items` work items: one per item (the host's
   /// dynamic scheduling balances them).
@@ -100,16 +93,12 @@ struct TokenShape {
 /// per lane (16 x 4 state values in registers), 16 lane groups cover the
 /// tile: 128 threads at Dk = 128, 64 at Dk = 64. Within a warp the groups
 /// are interleaved (warp lane w: row lane w / gpw, group w % gpw, gpw =
-/// 32 / lanes), so the loads of a staged key hit distinct banks; the lanes
-/// of a group are gpw warp lanes apart (the butterfly's distances).
-/// Persistent teams, min_teams per SM (3 at Dk = 128, 6 at Dk = 64: the
-/// launch bound leaves 168 registers). The next item's state tile is in
-/// flight into team scratch while the current item computes
-/// (`state_buffer`); its 16-byte chunks are permuted within a row by an xor
-/// with the row's canonical block (`state_slot`), so that the lanes of a
-/// warp, which read rows 16 apart, read distinct banks. `stage` tokens per
-/// barrier keep the two staging buffers and the state tile under Kokkos'
-/// 48 KB of team scratch: 4 with a float state at Dk = 128, 8 otherwise.
+/// 32 / lanes), so a quarter-warp's 16-byte loads of the state cover 64
+/// contiguous bytes of two rows and its loads of a staged key hit distinct
+/// banks; the lanes of a group are gpw warp lanes apart (the butterfly's
+/// distances). Persistent teams, min_teams per SM (3 at Dk = 128, 6 at
+/// Dk = 64: the launch bound leaves 168 registers). 16 tokens per stage
+/// (the two staging buffers of a float state at Dk = 128 take 41.5 KB).
 template <int Dk, class StateT>
 struct TokenShape<Kokkos::Cuda, Dk, StateT> {
   static constexpr int lanes = Dk / 16;
@@ -119,20 +108,13 @@ struct TokenShape<Kokkos::Cuda, Dk, StateT> {
   static constexpr int col_block = 4;
   static constexpr int threads = kTokenTile / cols * lanes;
   static constexpr int min_teams = Dk > 64 ? 3 : 6;
-  static constexpr int stage = Dk > 64 && sizeof(StateT) == 4 ? 4 : 8;
-  static constexpr bool state_buffer = true;
+  static constexpr int stage = 16;
   static constexpr bool rows_outer = false;
   KOKKOS_FORCEINLINE_FUNCTION static void place(int rank, int& lane, int& group, int& group_lane0) {
     const int w = rank % 32;
     lane = w / gpw;
     group_lane0 = w % gpw;
     group = rank / 32 * gpw + group_lane0;
-  }
-  /// 16-byte chunks per tile row, and the chunks a warp's groups read of one row.
-  static constexpr int row_chunks = kTokenTile * int(sizeof(StateT)) / 16;
-  static constexpr int warp_chunks = gpw * cols * int(sizeof(StateT)) / 16;
-  KOKKOS_FORCEINLINE_FUNCTION static constexpr int state_slot(int row, int chunk) {
-    return row * row_chunks + (chunk ^ ((row / 16 * warp_chunks) & (row_chunks - 1)));
   }
   static long long league(const Kokkos::Cuda& space, long long items) {
     const long long resident =

@@ -28,22 +28,22 @@
 /// persistent teams; host: one thread holds the tile, swept 16 columns at a
 /// time.
 ///
-/// Pipeline. A team's work is a sequence of stages (up to Shape::stage
-/// tokens of an item). Two staging buffers in team scratch take turns: while
-/// a stage computes on one, the next stage's k, q, the tile's v, decay and
-/// beta are in flight into the other (asynchronous copies), and while an
-/// item's last stage computes, so is the next item's state tile into a third
-/// buffer (CUDA, Shape::state_buffer; the host loads its tile from the pool).
-/// A stage: wait for its copies, barrier, (first stage) the fragment from
-/// the state buffer and, lazy, the pending records folded in, lane groups
-/// compute the squared norms, barrier, issue the next copies, then every
-/// thread runs the stage's tokens over its columns: for each token one sweep
-/// applies its update and takes its readout sums and the next token's decay
-/// and key sums (token_sweep); the lanes of a group reduce-scatter the sums
-/// in the canonical tree (scatter_combine), so each lane ends with the sums
-/// of its own columns, computes their delta factors, and the group gathers
-/// the delta factors of all its columns (gather_columns). The lane holding a
-/// column writes its output and record.
+/// Pipeline. A team's work is a sequence of stages (up to Shape::stage = 16
+/// tokens of an item). Two staging buffers in team scratch take turns:
+/// while a stage computes on one, the next stage's k, q, the tile's v, decay
+/// and beta are in flight into the other (asynchronous copies), and when
+/// that stage is the next item's first, the next item's state tile is hinted
+/// into L2. A stage: wait for its copies, barrier, (first stage) the
+/// fragment from the pool and, lazy, the pending records folded in, (last
+/// stage) the team's next item found and its index entries read, lane
+/// groups compute the squared norms, barrier, issue the next copies, then
+/// every thread runs the stage's tokens over its columns: for each token one
+/// sweep applies its update and takes its readout sums and the next token's
+/// decay and key sums (token_sweep); the lanes of a group reduce-scatter the
+/// sums in the canonical tree (scatter_combine), so each lane ends with the
+/// sums of its own columns, computes their delta factors, and the group
+/// gathers the delta factors of all its columns (gather_columns). The lane
+/// holding a column writes its output and record.
 
 #include <gdn/config.hpp>
 #include <gdn/impl/backend/backend.hpp>
@@ -125,13 +125,10 @@ struct TokenKernel {
   static constexpr int kQf = kKinv + kStage;
   static constexpr int kBufFloats = kQf + kStage;
   /// Team scratch: two staging buffers (one computed on while the other
-  /// fills), with Shape::state_buffer the next item's state tile, then the
-  /// next item's fields (kItemWords words, handed from the stage that finds
-  /// it to the team's next turn of its loop).
-  static constexpr int kStateFloats =
-      Shape::state_buffer ? Dk * kTokenTile * int(sizeof(StateT)) / 4 : 0;
+  /// fills), then the next item's fields (kItemWords words, handed from the
+  /// stage that finds it to the team's next turn of its loop).
   static constexpr int kItemWords = 8;
-  static constexpr int kNext = 2 * kBufFloats + kStateFloats;
+  static constexpr int kNext = 2 * kBufFloats;
   static constexpr int kScratchFloats = kNext + kItemWords;
   static_assert(kBufFloats % 4 == 0, "16-byte aligned buffers");
   using Policy = Kokkos::TeamPolicy<ExecSpace, Kokkos::LaunchBounds<kThreads, Shape::min_teams>,
@@ -234,7 +231,7 @@ struct TokenKernel {
     Item cur = find(team, team.league_rank());
     if (cur.index < 0) return;
     issue_inputs(team.team_rank(), s, cur.t0, cur.len < kStage ? cur.len : kStage, cur.h, cur.tile);
-    issue_state(team.team_rank(), s, cur);
+    prefetch_state(team.team_rank(), cur);
     int buf = 0;
     while (cur.index >= 0) {
       run_item(team, s, buf, cur);
@@ -281,7 +278,7 @@ struct TokenKernel {
       async_wait();
       team.team_barrier();  // this stage's inputs (and the item's state) have landed
       if (c0 == 0) {
-        load_state(s, it, lane, col0, st);
+        load_state(it, lane, col0, st);
         if constexpr (Lazy) {
           if (it.pending > 0) advance(team, other, st, it, kh, g, lane, col0, tcol);
         }
@@ -300,7 +297,7 @@ struct TokenKernel {
         const int rest = last ? nxt.len : it.len - c0 - kStage;
         issue_inputs(rank, other, nt, rest < kStage ? rest : kStage, last ? nxt.h : h,
                      last ? nxt.tile : it.tile);
-        if (last) issue_state(rank, s, nxt);
+        if (last) prefetch_state(rank, nxt);
       }
       if (record)
         write_key_records(rank, in, rec + c0 * rec_stride, rec_stride, n, g, it.tile, lay);
@@ -328,51 +325,19 @@ struct TokenKernel {
     }
   }
 
-  /// This thread's fragment of the item's state tile: from the state buffer
-  /// (Shape::state_buffer, issue_state) or from the pool.
-  KOKKOS_INLINE_FUNCTION void load_state(const float* s, const Item& it, int lane, int col0,
+  /// This thread's fragment of the item's state tile.
+  KOKKOS_INLINE_FUNCTION void load_state(const Item& it, int lane, int col0,
                                          float (&st)[kRows][kCols]) const {
-    if constexpr (Shape::state_buffer) {
-      constexpr int kPer = 16 / int(sizeof(StateT));  // values per 16-byte chunk
-      const char* const tile = reinterpret_cast<const char*>(s + 2 * kBufFloats);
-      const int chunk = col0 / kPer, within = (col0 % kPer) * int(sizeof(StateT));
-      GDN_UNROLL
-      for (int i = 0; i < kRows; ++i) {
-        const int row = lane * kRows + i;
-        load_frag<kCols>(
-            reinterpret_cast<const StateT*>(tile + 16 * Shape::state_slot(row, chunk) + within),
-            st[i]);
-      }
-    } else {
-      const StateT* const frag = &m.state(it.slot, it.h, lane * kRows, it.tile * kTokenTile + col0);
-      GDN_UNROLL
-      for (int i = 0; i < kRows; ++i) load_frag<kCols>(frag + i * Dk, st[i]);
-    }
+    const StateT* const frag = &m.state(it.slot, it.h, lane * kRows, it.tile * kTokenTile + col0);
+    GDN_UNROLL
+    for (int i = 0; i < kRows; ++i) load_frag<kCols>(frag + i * Dk, st[i]);
   }
 
-  /// Shape::state_buffer: the item's state tile into the state buffer, in
-  /// flight until the next async_wait (every row's 16-byte chunks, to slots
-  /// Shape::state_slot). Elsewhere nothing.
-  KOKKOS_INLINE_FUNCTION void issue_state(int rank, float* s, const Item& it) const {
-    if constexpr (Shape::state_buffer) {
-      // Thread `rank` copies chunk rank % kRowChunks of rows rank / kRowChunks + p * kPassRows.
-      constexpr int kRowChunks = kTokenTile * int(sizeof(StateT)) / 16;
-      constexpr int kPassRows = kThreads / kRowChunks;
-      constexpr int kPer = 16 / int(sizeof(StateT));
-      static_assert(kThreads % kRowChunks == 0 && Dk % kPassRows == 0, "whole passes");
-      char* const tile = reinterpret_cast<char*>(s + 2 * kBufFloats);
-      const int chunk = rank % kRowChunks, r0 = rank / kRowChunks;
-      const StateT* const src = &m.state(it.slot, it.h, r0, it.tile * kTokenTile + chunk * kPer);
-      GDN_UNROLL
-      for (int p = 0; p < Dk / kPassRows; ++p) {
-        const int row = r0 + p * kPassRows;
-        async_copy<16>(tile + 16 * Shape::state_slot(row, chunk), src + p * kPassRows * Dk);
-      }
-    } else {
-      (void)rank;
-      (void)s;
-      (void)it;
-    }
+  /// A hint of the item's state tile into L2 (CUDA), shared by the team.
+  KOKKOS_INLINE_FUNCTION void prefetch_state(int rank, const Item& it) const {
+    prefetch_tile_l2(&m.state(it.slot, it.h, 0, it.tile * kTokenTile), Dk,
+                     kTokenTile * int(sizeof(StateT)), long(Dk) * long(sizeof(StateT)), rank,
+                     kThreads);
   }
 
   /// The stage's tokens 0 .. n-1 over columns [cb, cb + kCB) of this
