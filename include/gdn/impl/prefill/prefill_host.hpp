@@ -39,10 +39,14 @@ inline HostVec host_load(const float* p) {
   return v;
 }
 
+/// Which triangle of a product host_gemm may skip: none; the blocks of `c` wholly above
+/// the diagonal (a lower-triangular result); the terms k > m (a lower-triangular `a`).
+enum class HostTri { None, LowerC, LowerA };
+
 /// c[m][n] += alpha * sum_k a(m, k) b[k][n] for m < rows, k < depth, n < N, with
 /// a(m, k) = a[m * a_rs + k * a_cs], b and c row-major (leading dimensions ldb, ldc).
 /// Blocks of 4 rows by two vectors of columns: 8 independent accumulators.
-template <int N>
+template <int N, HostTri Tri = HostTri::None>
 inline void host_gemm(int rows, int depth, const float* a, long a_rs, long a_cs, const float* b,
                       long ldb, float* c, long ldc, float alpha) {
   constexpr int L = kHostLanes, NB = 2 * kHostLanes, MR = 4;
@@ -54,9 +58,11 @@ inline void host_gemm(int rows, int depth, const float* a, long a_rs, long a_cs,
   };
   int m = 0;
   for (; m + MR <= rows; m += MR) {
-    for (int n0 = 0; n0 < N; n0 += NB) {
+    const int n_end = Tri == HostTri::LowerC ? std::min(N, m + MR) : N;
+    const int k_end = Tri == HostTri::LowerA ? std::min(depth, m + MR) : depth;
+    for (int n0 = 0; n0 < n_end; n0 += NB) {
       HostVec acc[MR][2] = {};
-      for (int k = 0; k < depth; ++k) {
+      for (int k = 0; k < k_end; ++k) {
         const HostVec b0 = host_load(b + k * ldb + n0), b1 = host_load(b + k * ldb + n0 + L);
         for (int r = 0; r < MR; ++r) {
           const float s = a[(m + r) * a_rs + k * a_cs];
@@ -68,9 +74,11 @@ inline void host_gemm(int rows, int depth, const float* a, long a_rs, long a_cs,
     }
   }
   for (; m < rows; ++m) {
-    for (int n0 = 0; n0 < N; n0 += NB) {
+    const int n_end = Tri == HostTri::LowerC ? std::min(N, m + 1) : N;
+    const int k_end = Tri == HostTri::LowerA ? std::min(depth, m + 1) : depth;
+    for (int n0 = 0; n0 < n_end; n0 += NB) {
       HostVec acc[2] = {};
-      for (int k = 0; k < depth; ++k) {
+      for (int k = 0; k < k_end; ++k) {
         const float s = a[m * a_rs + k * a_cs];
         acc[0] += s * host_load(b + k * ldb + n0);
         acc[1] += s * host_load(b + k * ldb + n0 + L);
@@ -196,8 +204,8 @@ struct PrefillHostKernel {
       // Gram K^ K^T and Q^ K^T (full C columns; the columns past n are zero).
       std::fill(Gram, Gram + C * C, 0.0f);
       std::fill(P, P + C * C, 0.0f);
-      host_gemm<C>(n, D, Kh, D, 1, Kt, C, Gram, C, 1.0f);
-      host_gemm<C>(n, D, Q, D, 1, Kt, C, P, C, 1.0f);
+      host_gemm<C, HostTri::LowerC>(n, D, Kh, D, 1, Kt, C, Gram, C, 1.0f);
+      host_gemm<C, HostTri::LowerC>(n, D, Q, D, 1, Kt, C, P, C, 1.0f);
       // L(t, i) = beta_t M(t, i) K^_t . K^_i (i < t); P(t, i) = M(t, i) Q^_t . K^_i (i <= t).
       for (int t = 0; t < n; ++t) {
         for (int i = 0; i < C; ++i) {
@@ -230,7 +238,7 @@ struct PrefillHostKernel {
       // O = diag(G) Q^ S + P D.
       std::fill(O, O + n * D, 0.0f);
       host_gemm<D>(n, D, Q, D, 1, S, D, O, D, 1.0f);
-      host_gemm<D>(n, n, P, C, 1, Dm, D, O, D, 1.0f);
+      host_gemm<D, HostTri::LowerA>(n, n, P, C, 1, Dm, D, O, D, 1.0f);
       for (int t = 0; t < n; ++t) {
         const int tok = static_cast<int>(t0 + t);
         for (int j = 0; j < D; ++j) m_p.out.write(tok, long(h) * D + j, O[t * D + j]);
