@@ -9,10 +9,13 @@ log-decay and ``beta`` ``[B, T, HV]``, ``scale``, ``initial_state``
 unless ``output_final_state``). A script that imports them from ``gdn.fla``
 instead of ``fla.ops.gated_delta_rule`` runs unchanged.
 
-Both run gdn's exact path (``gdn.recurrence_fwd``: one token at a time, in
-gdn's canonical order), so they agree with fla to a tolerance, not bit for
-bit, and ``chunk_gated_delta_rule`` computes what the recurrence computes
-(it runs on the per-token kernel until gdn's tensor-core prefill lands).
+``fused_recurrent_gated_delta_rule`` runs gdn's exact path
+(``gdn.recurrence_fwd``: one token at a time, in gdn's canonical order);
+``chunk_gated_delta_rule`` runs gdn's chunked prefill (``gdn.recurrence_prefill``,
+64-token chunks on tensor cores) with bf16 products for bfloat16 inputs, as
+fla does, and 3xTF32 products (float32-level accuracy) otherwise. Both agree
+with fla to a tolerance, not bit for bit (docs/api.md gives the prefill's
+bounds).
 
 What gdn supports and fla's other options:
 
@@ -110,9 +113,10 @@ def _check(name, q, k, v, g, beta, scale, use_qk_l2norm_in_kernel, cu_seqlens, k
         raise ValueError(f"gdn.fla.{name}: with cu_seqlens, B must be 1 (got {B})")
 
 
-def _forward(q, k, v, g, beta, offsets, state, slots):
-    """gdn.recurrence_fwd over q, k, v (one qkv buffer, read in place where possible) from the
-    pool rows `slots` of `state` (written back); returns o [B, T, HV, V] of v's dtype."""
+def _forward(q, k, v, g, beta, offsets, state, slots, chunked):
+    """gdn.recurrence_fwd, or with `chunked` gdn.recurrence_prefill, over q, k, v (one qkv
+    buffer, read in place where possible) from the pool rows `slots` of `state` (written
+    back); returns o [B, T, HV, V] of v's dtype."""
     torch = _torch()
     B, T, H, K = q.shape
     HV, V = v.shape[2], v.shape[3]
@@ -124,7 +128,13 @@ def _forward(q, k, v, g, beta, offsets, state, slots):
     decay = torch.exp(g.float()).reshape(tokens, HV)
     beta_f = beta.float().reshape(tokens, HV)
     out = torch.empty(tokens, HV * V, device=q.device, dtype=torch.float32)
-    gdn.recurrence_fwd(gdn.HeadConfig(H, HV, K, V), qkv, decay, beta_f, offsets, slots, state, out)
+    cfg = gdn.HeadConfig(H, HV, K, V)
+    if chunked:
+        precision = "bf16" if q.dtype == torch.bfloat16 else "tf32x3"
+        gdn.recurrence_prefill(cfg, qkv, decay, beta_f, offsets, slots, state, out,
+                               precision=precision)
+    else:
+        gdn.recurrence_fwd(cfg, qkv, decay, beta_f, offsets, slots, state, out)
     return out.reshape(B, T, HV, V).to(v.dtype)
 
 
@@ -137,7 +147,7 @@ def _offsets(q, cu_seqlens):
 
 
 def _run(name, q, k, v, g, beta, scale, initial_state, output_final_state, cu_seqlens,
-         use_qk_l2norm_in_kernel, kwargs):
+         use_qk_l2norm_in_kernel, kwargs, chunked=False):
     torch = _torch()
     _check(name, q, k, v, g, beta, scale, use_qk_l2norm_in_kernel, cu_seqlens, kwargs)
     K, HV, V = q.shape[3], v.shape[2], v.shape[3]
@@ -153,7 +163,7 @@ def _run(name, q, k, v, g, beta, scale, initial_state, output_final_state, cu_se
         else:
             state = torch.zeros(N, HV, K, V, device=dev, dtype=torch.float32)
         slots = torch.arange(N, device=dev, dtype=torch.int32)
-        o = _forward(q, k, v, g, beta, offsets, state, slots)
+        o = _forward(q, k, v, g, beta, offsets, state, slots, chunked)
     return o, (state if output_final_state else None)
 
 
@@ -168,7 +178,7 @@ def fused_recurrent_gated_delta_rule(q, k, v, g=None, beta=None, scale=None, ini
 def chunk_gated_delta_rule(q, k, v, g=None, beta=None, scale=None, initial_state=None,
                            output_final_state=False, use_qk_l2norm_in_kernel=False,
                            cu_seqlens=None, **kwargs):
-    """fla's ``chunk_gated_delta_rule`` (see the module's documentation): gdn's exact path,
-    the same results as :func:`fused_recurrent_gated_delta_rule`."""
+    """fla's ``chunk_gated_delta_rule`` (see the module's documentation): gdn's chunked
+    prefill, within its stated tolerance of :func:`fused_recurrent_gated_delta_rule`."""
     return _run("chunk_gated_delta_rule", q, k, v, g, beta, scale, initial_state,
-                output_final_state, cu_seqlens, use_qk_l2norm_in_kernel, kwargs)
+                output_final_state, cu_seqlens, use_qk_l2norm_in_kernel, kwargs, chunked=True)

@@ -91,6 +91,19 @@ def test_fla_varlen(device):
     assert float(ht[1].abs().max()) == 0.0  # the empty sequence keeps its zero state
 
 
+@pytest.mark.parametrize("fn", ["fused_recurrent_gated_delta_rule", "chunk_gated_delta_rule"])
+def test_fla_varlen_across_chunks(device, fn):
+    """cu_seqlens with rows of 70, 1 and 64 tokens (the chunked prefill's 64-token chunks:
+    one row across two chunks, one shorter than a chunk, one exactly a chunk)."""
+    q, k, v, g, beta = inputs(device, B=1, T=135, H=1, HV=2, D=64, seed=5)
+    cu = torch.tensor([0, 70, 71, 135], dtype=torch.int32, device=device)
+    h0 = torch.randn(3, 2, 64, 64, generator=torch.Generator().manual_seed(4)).to(device) * 0.1
+    o, ht = getattr(gdn.fla, fn)(q, k, v, g=g, beta=beta, cu_seqlens=cu, initial_state=h0,
+                                  output_final_state=True, use_qk_l2norm_in_kernel=True)
+    ro, rs = fla_reference(q.cpu(), k.cpu(), v.cpu(), g.cpu(), beta.cpu(), h0.cpu(), cu.cpu())
+    assert rel(o, ro) < 1e-5 and rel(ht, rs) < 1e-5
+
+
 def test_fla_says_what_gdn_does_not_support(device):
     q, k, v, g, beta = inputs(device)
     f = gdn.fla.fused_recurrent_gated_delta_rule
