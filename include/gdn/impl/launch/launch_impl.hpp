@@ -78,9 +78,10 @@ void launch_recurrence(const char* label, const ExecSpace& space, const HeadConf
   const long long batch = static_cast<long long>(p.slots.extent(0));
   with_head_dim(cfg.key_head_dim, [&](auto dk) {
     using Kernel = TokenKernel<ExecSpace, ActT, StateT, RingT, decltype(dk)::value, Verify, Lazy>;
-    Kernel k{p, static_cast<int>(Kernel::items(batch, p.nv))};  // <= INT_MAX / 2 (check_league)
-    k.m_nv_div = FastDiv(static_cast<std::uint32_t>(p.nv));
-    k.m_group_div = FastDiv(static_cast<std::uint32_t>(p.group));
+    // Items <= INT_MAX / 2 (check_league).
+    Kernel k{p, static_cast<int>(Kernel::items(batch, p.nv)),
+             FastDiv(static_cast<std::uint32_t>(p.nv)),
+             FastDiv(static_cast<std::uint32_t>(p.group))};
     launch_team_kernel(label, space, k);
   });
 }
