@@ -12,6 +12,7 @@ from cases_binding import *  # noqa: F401,F403
 from cases_conv import *  # noqa: F401,F403
 from cases_fla import *  # noqa: F401,F403
 from cases_fold import *  # noqa: F401,F403
+from cases_hf import *  # noqa: F401,F403
 from cases_lazy import *  # noqa: F401,F403
 from cases_ops import *  # noqa: F401,F403
 from cases_padding import *  # noqa: F401,F403

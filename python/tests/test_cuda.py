@@ -25,6 +25,7 @@ from cases_binding import *  # noqa: E402,F401,F403
 from cases_conv import *  # noqa: E402,F401,F403
 from cases_fla import *  # noqa: E402,F401,F403
 from cases_fold import *  # noqa: E402,F401,F403
+from cases_hf import *  # noqa: E402,F401,F403
 from cases_lazy import *  # noqa: E402,F401,F403
 from cases_ops import *  # noqa: E402,F401,F403
 from cases_ops import needs_custom_ops  # noqa: E402

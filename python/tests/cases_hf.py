@@ -1,0 +1,78 @@
+"""gdn.hf.use_gdn on a real transformers model: a small randomly initialised Qwen3-Next
+(four layers, three of them Gated DeltaNet, no weights to download) gives the same logits
+with and without gdn within a stated tolerance, for a prefill and for decode steps through
+the model's cache, and a greedy generation of 32 tokens picks the same tokens wherever the
+reference's choice is not a near tie. Skipped where transformers (with Qwen3-Next) is not
+installed."""
+
+import pytest
+import torch
+
+# Relative tolerance of the logits (Frobenius norm). The model's own recurrence (fla's or
+# transformers' torch loop) and gdn's differ in the order of their float32 sums only.
+LOGITS_RTOL = 1e-4
+
+
+def _qwen3_next():
+    transformers = pytest.importorskip("transformers")
+    if not hasattr(transformers, "Qwen3NextConfig"):
+        pytest.skip(f"transformers {transformers.__version__} has no Qwen3-Next")
+    return transformers
+
+
+def _model(device, seed=0):
+    transformers = _qwen3_next()
+    cfg = transformers.Qwen3NextConfig(
+        vocab_size=256, hidden_size=128, intermediate_size=256, num_hidden_layers=4,
+        num_attention_heads=2, num_key_value_heads=1, head_dim=64,
+        linear_num_key_heads=2, linear_num_value_heads=4, linear_key_head_dim=64,
+        linear_value_head_dim=64, linear_conv_kernel_dim=4, num_experts=4,
+        num_experts_per_tok=2, moe_intermediate_size=64, shared_expert_intermediate_size=64,
+        initializer_range=0.2, max_position_embeddings=256)
+    torch.manual_seed(seed)
+    return transformers.Qwen3NextForCausalLM(cfg).to(device=device, dtype=torch.float32).eval()
+
+
+def _rel(a, b):
+    return float((a.double() - b.double()).norm() / b.double().norm())
+
+
+def test_hf_qwen3_next_logits_and_generation(device):
+    import gdn.hf
+
+    model = _model(device)
+    gen = torch.Generator().manual_seed(1)
+    ids = torch.randint(0, 256, (2, 40), generator=gen).to(device)
+    with torch.no_grad():
+        ref = model(ids, use_cache=True)
+        ref_steps = [ref.logits]
+        cache, nxt = ref.past_key_values, ref.logits[:, -1:].argmax(-1)
+        for _ in range(4):  # decode steps through the cache
+            step = model(nxt, past_key_values=cache, use_cache=True)
+            ref_steps.append(step.logits)
+            cache, nxt = step.past_key_values, step.logits[:, -1:].argmax(-1)
+        ref_tokens = model.generate(ids, max_new_tokens=32, do_sample=False,
+                                    output_scores=True, return_dict_in_generate=True)
+
+        assert gdn.hf.use_gdn(model) == 3  # layers 0-2 are Gated DeltaNet, layer 3 attention
+        out = model(ids, use_cache=True)
+        steps = [out.logits]
+        cache, nxt = out.past_key_values, ref_steps[0][:, -1:].argmax(-1)
+        for i in range(4):  # the reference's tokens, so both see the same inputs
+            step = model(nxt, past_key_values=cache, use_cache=True)
+            steps.append(step.logits)
+            cache, nxt = step.past_key_values, ref_steps[i + 1][:, -1:].argmax(-1)
+        tokens = model.generate(ids, max_new_tokens=32, do_sample=False)
+
+    for i, (a, b) in enumerate(zip(steps, ref_steps)):
+        assert _rel(a, b) < LOGITS_RTOL, f"logits of {'the prefill' if i == 0 else f'step {i}'}"
+    # Greedy generation: the same tokens up to the first step whose reference top-2 margin
+    # is below 100x the logits' tolerance (a near tie either side may break).
+    seq = ref_tokens.sequences
+    for b in range(seq.shape[0]):
+        for t, scores in enumerate(ref_tokens.scores):
+            top2 = scores[b].double().topk(2).values
+            if float(top2[0] - top2[1]) < 100 * LOGITS_RTOL * float(scores[b].double().norm()):
+                break
+            assert int(tokens[b, ids.shape[1] + t]) == int(seq[b, ids.shape[1] + t]), \
+                f"row {b}, generated token {t}"
