@@ -11,6 +11,7 @@
 #include <cstring>
 #include <functional>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 namespace gdn_test {
@@ -329,6 +330,46 @@ TEST(Prefill, WithWorkspaceAllocatesNothing) {
     EXPECT_GE(without_ws, 1) << precision_name(prec);
   }
 }
+
+#if defined(KOKKOS_ENABLE_CUDA)
+// With a workspace the call can be captured in a CUDA graph on the space's stream; the
+// graph's replay gives the bits of a direct call.
+TEST(Prefill, CapturedInACudaGraph) {
+  if constexpr (!std::is_same<ExecSpace, Kokkos::Cuda>::value) {
+    GTEST_SKIP() << "a CUDA graph needs the Cuda execution space";
+  } else {
+    cudaStream_t stream = nullptr;
+    ASSERT_EQ(cudaStreamCreate(&stream), cudaSuccess);
+    {
+      const Kokkos::Cuda space(stream);
+      const gdn::HeadConfig cfg = heads(1, 2, 128);
+      const Problem p = make_problem(cfg, {150, 20}, 6701);
+      const Index slots = to_device({0u, 1u});
+      const Pool<float> S0 = make_state<float>(2, cfg, 85);
+      const Pool<float> S1 = clone(S0), S2 = clone(S0);
+      const DeviceInputs d = upload(p);
+      Strided2D o1 = make_out(p), o2 = make_out(p);
+      const gdn::PrefillWorkspace<Mem> ws = workspace_for(p);
+      Kokkos::fence();
+      gdn::recurrence_prefill(space, cfg, d.in, slots, S1, o1.view, ws, PrefillPrecision::bf16);
+      space.fence();
+      cudaGraph_t graph = nullptr;
+      cudaGraphExec_t exec = nullptr;
+      ASSERT_EQ(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal), cudaSuccess);
+      gdn::recurrence_prefill(space, cfg, d.in, slots, S2, o2.view, ws, PrefillPrecision::bf16);
+      ASSERT_EQ(cudaStreamEndCapture(stream, &graph), cudaSuccess);
+      ASSERT_EQ(cudaGraphInstantiateWithFlags(&exec, graph, 0), cudaSuccess);
+      ASSERT_EQ(cudaGraphLaunch(exec, stream), cudaSuccess);
+      ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
+      EXPECT_TRUE(same_bits(read_2d(o1), read_2d(o2)));
+      EXPECT_TRUE(same_bits(floats_of(S1), floats_of(S2)));
+      cudaGraphExecDestroy(exec);
+      cudaGraphDestroy(graph);
+    }
+    cudaStreamDestroy(stream);
+  }
+}
+#endif
 
 // Bad input: rejected before the launch, naming the argument; nothing written.
 TEST(Prefill, RejectsBadInput) {
