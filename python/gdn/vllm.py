@@ -59,5 +59,5 @@ def fused_recurrent_gated_delta_rule(q, k, v, g, beta, scale, initial_state,
         if slots.numel() != N:
             raise ValueError(f"gdn.{name}: expected ssm_state_indices of {N} rows, got "
                              f"{slots.numel()}")
-        o = fla._forward(q, k, v, g, beta, offsets, initial_state, slots)
+        o = fla._forward(q, k, v, g, beta, offsets, initial_state, slots, False)
     return o, initial_state
