@@ -413,6 +413,17 @@ TEST(Prefill, RejectsBadInput) {
     gdn::recurrence_prefill(space, cfg, d.in, to_device({0u}), S, out.view, ws,
                             PrefillPrecision::bf16);
   });
+  // The index checking mode: a slot past the pool, two rows on one slot.
+  gdn::set_index_checking(true);
+  expect_reject("state_slots", [&] {
+    gdn::recurrence_prefill(space, cfg, d.in, to_device({0u, 2u}), S, out.view, ws,
+                            PrefillPrecision::bf16);
+  });
+  expect_reject("state_slots", [&] {
+    gdn::recurrence_prefill(space, cfg, d.in, to_device({1u, 1u}), S, out.view, ws,
+                            PrefillPrecision::bf16);
+  });
+  gdn::set_index_checking(false);
   EXPECT_TRUE(same_bits(floats_of(S), floats_of(S0)));
   // A workspace of exactly the call's size is accepted.
   EXPECT_NO_THROW(
