@@ -99,7 +99,7 @@ KOKKOS_FORCEINLINE_FUNCTION float block_chain(const float* x, const float* y) {
 /// Columns a lane holds after scatter_combine: `CB / Lanes` when the lanes
 /// outnumber no columns, otherwise one column that `Lanes / CB` lanes share.
 template <int Lanes, int CB>
-constexpr int own_cols() {
+KOKKOS_FORCEINLINE_FUNCTION constexpr int own_cols() {
   return CB >= Lanes ? CB / Lanes : 1;
 }
 
