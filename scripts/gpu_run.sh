@@ -246,7 +246,7 @@ fi
 n=0
 for ncu_re in "${ncu_res[@]}"; do
   n=$((n + 1)); p=ncu; [ "$n" -gt 1 ] && p=ncu$n
-  ncu --clock-control none --set full --kernel-name-base demangled -k "regex:${GDN_NCU_KERNEL:-RecurrenceKernel}" --launch-skip 2 --launch-count 1 -o "$OUT/$p" \
+  ncu --clock-control none --set full --kernel-name-base demangled -k "regex:${GDN_NCU_KERNEL:-TokenKernel}" --launch-skip 2 --launch-count 1 -o "$OUT/$p" \
     "$dir/perf/gdn_bench" --benchmark_filter="$ncu_re" > "$OUT/$p.log" 2>&1 || true
   ncu --import "$OUT/$p.ncu-rep" --page details > "$OUT/${p}_details.txt" 2>&1 || true
   ncu --import "$OUT/$p.ncu-rep" --page source --csv --print-source sass 2>&1 | gzip > "$OUT/${p}_source_sass.csv.gz" || true
