@@ -9,6 +9,7 @@
 #include <gdn/config.hpp>
 #include <gdn/impl/kernels/fold_kernel.hpp>
 #include <gdn/impl/kernels/token_kernel.hpp>
+#include <gdn/impl/launch/head_dim.hpp>
 #include <gdn/impl/launch/launch.hpp>
 #include <gdn/impl/validate/validate.hpp>
 #include <gdn/ring.hpp>
@@ -47,19 +48,6 @@ void launch_team_kernel(const char* label, const ExecSpace& space, Kernel&& kern
   typename K::Policy policy(space, static_cast<int>(league), K::kThreads);
   policy.set_scratch_size(0, Kokkos::PerTeam(K::scratch_bytes()));
   Kokkos::parallel_for(label, policy, kernel);
-}
-
-/// Calls `f(std::integral_constant<int, Dk>())` for the supported head dims
-/// (64 and 128; check_heads rejects the others before any launcher gets here).
-template <class F>
-void with_head_dim(int dk, F&& f) {
-  if (dk == 64) {
-    f(std::integral_constant<int, 64>());
-  } else if (dk == 128) {
-    f(std::integral_constant<int, 128>());
-  } else {
-    throw std::logic_error("gdn: head dim " + std::to_string(dk) + " reached a launcher unchecked");
-  }
 }
 
 /// The forward, verify or lazy verify kernel (token_kernel.hpp) over the

@@ -7,6 +7,7 @@
 /// explicit instantiations in src/.
 
 #include <gdn/config.hpp>
+#include <gdn/impl/launch/head_dim.hpp>
 #include <gdn/impl/launch/prefill_launch.hpp>
 #include <gdn/impl/prefill/prefill_host.hpp>
 #include <gdn/impl/prefill/prefill_params.hpp>
@@ -91,7 +92,7 @@ void run_prefill(
   p.q_scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(cfg.key_head_dim)));
   p.precision = precision;
   if (batch == 0 || tokens == 0) return;
-  const auto launch = [&](auto dk) {
+  with_head_dim(cfg.key_head_dim, [&](auto dk) {
     constexpr int D = decltype(dk)::value;
 #if defined(KOKKOS_ENABLE_CUDA)
     if constexpr (std::is_same<ExecSpace, Kokkos::Cuda>::value) {
@@ -102,15 +103,7 @@ void run_prefill(
     {
       launch_prefill_host<ExecSpace, ActT, StateT, D>(space, p);
     }
-  };
-  if (cfg.key_head_dim == 64) {
-    launch(std::integral_constant<int, 64>());
-  } else if (cfg.key_head_dim == 128) {
-    launch(std::integral_constant<int, 128>());
-  } else {
-    throw std::logic_error("gdn: head dim " + std::to_string(cfg.key_head_dim) +
-                           " reached the prefill unchecked");
-  }
+  });
 }
 
 template <class ExecSpace, class ActT, class StateT>
