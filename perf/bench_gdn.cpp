@@ -16,7 +16,8 @@
 //   prefill_tc/D128/state:<s>/B:<b>/T:<t>/precision:<p>
 //                                           recurrence_prefill (the chunked WY/UT form,
 //                                           tensor cores on CUDA) over the prefill shapes,
-//                                           precision bf16 or tf32x3, with a workspace
+//                                           precision bf16 or tf32x3 (bf16 also with
+//                                           /act:bf16 before /precision), with a workspace
 //                                           allocated before timing; flops counted as the
 //                                           forward's (7*Dk*Dv per token and head)
 //   fold/D<d>/state:<s>/L:<l>/B:<b>/T:<t>   RING_LEN = T, num_accepted = T for every
@@ -923,20 +924,24 @@ void register_cases(const Settings& s) {
         add(c);
       }
     }
-  // The chunked prefill, both precisions, over the same prompts.
+  // The chunked prefill, both precisions, over the same prompts; bf16 products also on bf16
+  // activations (fla's inputs).
   if (GDN_BENCH_PREFILL_TC)
     for (bool tc_bf16 : {true, false})
-      for (bool bf16_state : {false, true})
-        for (const auto& bl : prompts) {
-          Case c;
-          c.kernel = Kernel::PrefillTC;
-          c.dim = 128;
-          c.bf16_state = bf16_state;
-          c.batch = bl[0];
-          c.window = bl[1];
-          c.tc_bf16 = tc_bf16;
-          add(c);
-        }
+      for (bool bf16_act : {false, true})
+        for (bool bf16_state : {false, true})
+          for (const auto& bl : prompts) {
+            if (bf16_act && !tc_bf16) continue;
+            Case c;
+            c.kernel = Kernel::PrefillTC;
+            c.dim = 128;
+            c.bf16_state = bf16_state;
+            c.batch = bl[0];
+            c.window = bl[1];
+            c.tc_bf16 = tc_bf16;
+            c.bf16_act = bf16_act;
+            add(c);
+          }
   // Input variants: bf16 activations, raw gates, both (D = 128, bf16 state: the engines' case).
   const bool inputs[][2] = {{true, false}, {false, true}, {true, true}};  // {bf16_act, raw_gates}
   for (const auto& io : inputs) {

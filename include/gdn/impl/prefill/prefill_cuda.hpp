@@ -5,19 +5,33 @@
 /// \brief The chunked prefill on CUDA: warp-level tensor-core products (mma.sync) in the
 /// call's precision, two kernels on the execution space's stream.
 ///
-/// PrefillChunkKernel, one block per (chunk slot, value head), all chunks in parallel: the
-/// normalised queries and keys, the cumulative log-decays, the Gram K^ K^T and Q^ K^T on
-/// tensor cores, the lower-triangular system (I + L) X = RHS solved for W and U by forward
-/// substitution in float32 (a thread per column), and W, U, Kd, Qg, P and the chunk's decay
-/// written to the chunk's workspace block (prefill_params.hpp).
+/// prefill_chunk_kernel, one block of 8 warps per (chunk slot, value head), every chunk in
+/// parallel, two blocks per SM: the normalised queries and keys and the cumulative log-decays
+/// in shared memory; the Gram K^ K^T and Q^ K^T on tensor cores (warp w: rows [16 (w % 4), +16),
+/// columns [32 (w / 4), +32), skipped above the diagonal); the inverse A = (I + L)^-1 of the
+/// chunk's unit lower-triangular system in float32 (the 16 x 16 diagonal blocks by forward
+/// substitution, a thread per column, then the blocks below them by their distance from the
+/// diagonal, A_ij = -A_ii sum_k L_ik A_kj); W = A diag(beta G) K^ and U = A diag(beta) V on
+/// tensor cores (warp w: rows [16 (w % 4), +16), columns [D/2 (w / 4), +D/2)); the state kernel's
+/// operands written to the chunk's workspace block (PrefillBlock, prefill_params.hpp).
 ///
-/// PrefillStateKernel, one block per (row, value head, 32 state columns), its chunks in
-/// order: the state's column tile in shared memory (float32), per chunk D = U - W S,
-/// O = Qg S + P D (written to `out`) and S <- G_C S + Kd^T D, all on tensor cores, the
-/// workspace operands read straight from global memory into fragments.
+/// prefill_state_kernel, one block of 4 warps per (row, value head, 64 state columns), the
+/// row's chunks in order. Warp w carries the transposed state tile S^T of its 16 columns
+/// [col0 + 16 w, +16) x Dk in registers, in mma's accumulator layout, which is also the layout
+/// of an A operand: the products' A operands (S^T, D^T) never leave the registers. Per chunk:
+/// D^T = U^T - S^T W^T, O^T = S^T Qg^T + D^T P^T (written to `out`), S^T <- G_C S^T + D^T Kd.
+/// The B operands (W, Qg, P, Kd^T, stored as the rows of B's columns) and the warp's U^T come
+/// from shared memory, staged by cp.async in two groups, each issued as soon as the previous
+/// chunk is done with its buffer, so the copies overlap the other group's products.
 ///
-/// Preconditions: sm_80 or newer (mma.sync with bf16 and tf32); the call's arguments
-/// validated; Dk == Dv == D in {64, 128}. Both kernels run 4 warps.
+/// Precisions: bf16, m16n8k16 on bf16 operands with float32 accumulation; tf32x3, m16n8k8 with
+/// each float operand split into TF32 high and low parts, the three products of a k-step summed
+/// from zero (the tensor cores accumulate with truncation) and added to the accumulator in
+/// float32. The tf32 A operand taken from an accumulator tile puts the columns 2t and 2t + 1 in
+/// the fragment's slots t and t + 4, and its B operand the same rows: a permutation of the sum.
+///
+/// Preconditions: sm_80 or newer (mma.sync with bf16 and tf32, cp.async); the call's arguments
+/// validated; Dk == Dv == D in {64, 128}.
 
 #include <gdn/bf16.hpp>
 #include <gdn/impl/prefill/prefill_params.hpp>
@@ -29,13 +43,19 @@
 #include <cstdint>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 
 namespace gdn {
 namespace Impl {
 
-inline constexpr int kPrefillWarps = 4;
-inline constexpr int kPrefillThreads = 32 * kPrefillWarps;
-inline constexpr int kPrefillCols = 32;  // state columns per block of the state kernel
+inline constexpr int kPrefillChunkThreads = 256;  // 8 warps
+inline constexpr int kPrefillStateWarps = 4;
+inline constexpr int kPrefillWarpCols = 16;  // state columns per warp of the state kernel
+inline constexpr int kPrefillStateCols = kPrefillWarpCols * kPrefillStateWarps;
+
+/// The state kernel's operand type: bf16 bits or float.
+template <bool Bf16>
+using PrefillOp = std::conditional_t<Bf16, std::uint16_t, float>;
 
 /// A float rounded to TF32 (round to nearest, ties away), as the b32 an mma operand takes.
 __device__ __forceinline__ std::uint32_t prefill_tf32(float x) {
@@ -151,21 +171,43 @@ __device__ __forceinline__ int prefill_slot_row(const P& p, long long s) {
   return lo;
 }
 
-/// Kernel 1: one block per (chunk slot, value head). Shared memory: Q^, K^ (then the right
-/// sides and solutions of W), V (then U) as [C][D + 4] floats, L as [C][C + 4], the
-/// cumulative log-decays, betas and the decays from the chunk's start and to its end.
+/// Two adjacent operands (index even) as float2, or packed as bf16x2.
+template <bool Bf16>
+__device__ __forceinline__ void prefill_store2(PrefillOp<Bf16>* dst, float a, float b) {
+  if constexpr (Bf16) {
+    *reinterpret_cast<std::uint32_t*>(dst) = prefill_bf16x2(a, b);
+  } else {
+    *reinterpret_cast<float2*>(dst) = make_float2(a, b);
+  }
+}
+
+/// The shared memory of the chunk kernel, in floats: Q^ (then diag(beta) V) and K^ (then
+/// diag(beta G) K^) as [C][D + 4], L and A as [C][C + 4], the inverse's block products
+/// [3][16][16], and four per-token vectors.
+template <int D>
+constexpr int prefill_chunk_smem_floats() {
+  return 2 * kPrefillChunk * (D + 4) + 2 * kPrefillChunk * (kPrefillChunk + 4) + 3 * 256 +
+         4 * kPrefillChunk;
+}
+
+/// Kernel 1: one block per (chunk slot, value head); see the file's comment.
 template <class ActT, class StateT, int D, bool Bf16>
-__global__ void __launch_bounds__(kPrefillThreads)
+__global__ void __launch_bounds__(kPrefillChunkThreads, 2)
     prefill_chunk_kernel(const PrefillParams<ActT, StateT, typename Kokkos::Cuda::memory_space> p) {
   constexpr int C = kPrefillChunk;
+  constexpr int T = kPrefillChunkThreads;
   constexpr int LD = D + 4;
   constexpr int LC = C + 4;
+  constexpr int PER = C * D / T;  // elements of a [C][D] tile per thread
+  constexpr long SW = PrefillBlock::row(D), SC = PrefillBlock::crow();
+  using E = PrefillOp<Bf16>;
   extern __shared__ float smem[];
-  float* Qs = smem;
-  float* Ks = Qs + C * LD;
-  float* Vs = Ks + C * LD;
-  float* Ls = Vs + C * LD;
-  float* gs = Ls + C * LC;
+  float* Qs = smem;         // Q^, then diag(beta) V
+  float* Ks = Qs + C * LD;  // K^, then diag(beta G) K^
+  float* Ls = Ks + C * LD;  // L: beta_t M(t, i) k^_t . k^_i below the diagonal
+  float* As = Ls + C * LC;  // A = (I + L)^-1
+  float* Ts = As + C * LC;  // block products of the inverse
+  float* gs = Ts + 3 * 256;
   float* bs = gs + C;
   float* es = bs + C;  // G_r = exp(g_r)
   float* ed = es + C;  // G_C / G_r (0 past the chunk)
@@ -179,32 +221,46 @@ __global__ void __launch_bounds__(kPrefillThreads)
   if (t0 < start || t0 >= end) return;
   const int n = static_cast<int>(end - t0 < C ? end - t0 : C);
   const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
+  const int g = lane >> 2, t = lane & 3;
   const long qc = long(h / p.group) * D, kc = p.key_dim + qc, vc = 2 * p.key_dim + long(h) * D;
-
-  for (int e = tid; e < C * D; e += kPrefillThreads) {
-    const int r = e / D, c = e % D;
-    const bool in = r < n;
-    const int tok = static_cast<int>(t0 + r);
-    Qs[r * LD + c] = in ? p.in.qkv(tok, qc + c) : 0.0f;
-    Ks[r * LD + c] = in ? p.in.qkv(tok, kc + c) : 0.0f;
-    Vs[r * LD + c] = in ? p.in.qkv(tok, vc + c) : 0.0f;
-  }
-  if (tid < C) {
-    const int tok = static_cast<int>(t0 + tid);
-    const float a = tid < n ? p.in.decay(tok, h) : 1.0f;
-    gs[tid] = a > 0.0f ? fmaxf(logf(a), -80.0f) : -80.0f;  // as the host: decay 0 stays finite
-    bs[tid] = tid < n ? p.in.beta(tok, h) : 0.0f;
-  }
-  __syncthreads();
-  if (tid == 0) {
-    float cum = 0.0f;
-    for (int r = 0; r < C; ++r) {
-      cum += r < n ? gs[r] : 0.0f;
-      gs[r] = cum;
+  // A [C][D] tile of qkv columns [col, col + D) of the chunk's tokens into registers (zero
+  // past the chunk), all loads in flight together.
+  const auto load = [&](float(&x)[PER], long col) {
+#pragma unroll
+    for (int i = 0; i < PER; ++i) {
+      const int e = tid + i * T, r = e / D, c = e % D;
+      x[i] = r < n ? p.in.qkv(static_cast<int>(t0 + r), col + c) : 0.0f;
+    }
+  };
+  {
+    float q[PER], k[PER];
+    load(q, qc);
+    load(k, kc);
+    if (tid < C) {
+      const float a = tid < n ? p.in.decay(static_cast<int>(t0 + tid), h) : 1.0f;
+      gs[tid] = a > 0.0f ? fmaxf(logf(a), -80.0f) : -80.0f;  // as the host: decay 0 stays finite
+      bs[tid] = tid < n ? p.in.beta(static_cast<int>(t0 + tid), h) : 0.0f;
+    }
+#pragma unroll
+    for (int i = 0; i < PER; ++i) {
+      const int e = tid + i * T, r = e / D, c = e % D;
+      Qs[r * LD + c] = q[i];
+      Ks[r * LD + c] = k[i];
     }
   }
+  __syncthreads();
+  if (warp == 0) {  // the cumulative log-decays: two tokens a lane, a scan over the lanes
+    const float a0 = gs[2 * lane], a1 = gs[2 * lane + 1];
+    float sum = a0 + a1;
+    for (int o = 1; o < 32; o <<= 1) {
+      const float x = __shfl_up_sync(0xffffffffu, sum, o);
+      if (lane >= o) sum += x;
+    }
+    gs[2 * lane] = sum - a1;
+    gs[2 * lane + 1] = sum;
+  }
   // Norms: a warp per row.
-  for (int r = warp; r < n; r += kPrefillWarps) {
+  for (int r = warp; r < n; r += T / 32) {
     float qq = 0.0f, kk = 0.0f;
     for (int c = lane; c < D; c += 32) {
       qq = fmaf(Qs[r * LD + c], Qs[r * LD + c], qq);
@@ -222,82 +278,139 @@ __global__ void __launch_bounds__(kPrefillThreads)
     }
   }
   __syncthreads();
-
-  float* blk = p.ws + (s * p.nv + h) * PrefillBlock::floats(D, D);
-  // Gram and Q^ K^T: warp w the rows [16 w, 16 w + 16), all C columns.
-  {
-    float kk[C / 8][4] = {}, qk[C / 8][4] = {};
-    const int r0 = 16 * warp;
-    const auto bk = [&](int k, int c) { return Ks[c * LD + k]; };
-    prefill_warp_mma<Bf16, C / 8>(
-        kk, D, [&](int r, int k) { return Ks[(r0 + r) * LD + k]; }, bk);
-    prefill_warp_mma<Bf16, C / 8>(
-        qk, D, [&](int r, int k) { return Qs[(r0 + r) * LD + k]; }, bk);
-    const int g = lane >> 2, t = lane & 3;
-    float* P = blk + PrefillBlock::p(D, D);
-#pragma unroll
-    for (int nt = 0; nt < C / 8; ++nt) {
-#pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        const int r = r0 + g + (e >= 2 ? 8 : 0), c = nt * 8 + 2 * t + (e & 1);
-        const float m = c <= r ? expf(gs[r] - gs[c]) : 0.0f;
-        Ls[r * LC + c] = c < r ? bs[r] * m * kk[nt][e] : 0.0f;
-        P[r * C + c] = m * qk[nt][e];
-      }
-    }
-  }
-  __syncthreads();
-  // Qg, Kd to the workspace; the right sides diag(beta G) K^ and diag(beta) V in place.
   const float gl = gs[n - 1];
   if (tid < C) {
     es[tid] = expf(gs[tid]);
     ed[tid] = tid < n ? expf(gl - gs[tid]) : 0.0f;
   }
-  if (tid == 0) blk[PrefillBlock::gc(D, D)] = expf(gl);
-  __syncthreads();
-  for (int e = tid; e < C * D; e += kPrefillThreads) {
-    const int r = e / D, c = e % D;
-    const float k = Ks[r * LD + c];
-    blk[PrefillBlock::qg(D) + e] = es[r] * Qs[r * LD + c];
-    blk[PrefillBlock::kd(D) + e] = ed[r] * k;
-    Ks[r * LD + c] = bs[r] * es[r] * k;
-    Vs[r * LD + c] *= bs[r];
-  }
-  __syncthreads();
-  // Forward substitution, a thread per column of [W | U]: x_r -= sum_{i<r} L(r, i) x_i, in
-  // blocks of 16 rows: first the rows before the block (16 independent sums, so the loads
-  // and FMAs overlap), then the block's own triangle on its rows in registers.
-  for (int col = tid; col < 2 * D; col += kPrefillThreads) {
-    float* x = col < D ? Ks + col : Vs + (col - D);
-    for (int j0 = 0; j0 < C; j0 += 16) {
-      float v[16];
+  float* blk = p.ws + (s * p.nv + h) * PrefillBlock::floats(D, D);
+  E* const op = reinterpret_cast<E*>(blk);
+  // Gram and Q^ K^T: L to shared memory, P to the workspace (zero above the diagonal).
+  {
+    const int r0 = 16 * (warp & 3), c0 = 32 * (warp >> 2);
+    float kk[4][4] = {}, qk[4][4] = {};
+    if (c0 <= r0 + 15) {
+      const auto bk = [&](int k, int c) { return Ks[(c0 + c) * LD + k]; };
+      prefill_warp_mma<Bf16, 4>(
+          kk, D, [&](int r, int k) { return Ks[(r0 + r) * LD + k]; }, bk);
+      prefill_warp_mma<Bf16, 4>(
+          qk, D, [&](int r, int k) { return Qs[(r0 + r) * LD + k]; }, bk);
+    }
+    E* P = op + PrefillBlock::p(D);
 #pragma unroll
-      for (int r = 0; r < 16; ++r) v[r] = x[(j0 + r) * LD];
-      for (int i = 0; i < j0; ++i) {
-        const float xi = x[i * LD];
+    for (int nt = 0; nt < 4; ++nt) {
 #pragma unroll
-        for (int r = 0; r < 16; ++r) v[r] = fmaf(-Ls[(j0 + r) * LC + i], xi, v[r]);
+      for (int half = 0; half < 2; ++half) {
+        const int r = r0 + g + 8 * half, c = c0 + nt * 8 + 2 * t;
+        float pv[2];
+#pragma unroll
+        for (int j = 0; j < 2; ++j) {
+          const float m = c + j <= r ? expf(gs[r] - gs[c + j]) : 0.0f;
+          Ls[r * LC + c + j] = c + j < r ? bs[r] * m * kk[nt][2 * half + j] : 0.0f;
+          pv[j] = m * qk[nt][2 * half + j];
+        }
+        prefill_store2<Bf16>(P + r * SC + c, pv[0], pv[1]);
       }
-#pragma unroll
-      for (int r = 1; r < 16; ++r) {
-#pragma unroll
-        for (int i = 0; i < r; ++i) v[r] = fmaf(-Ls[(j0 + r) * LC + j0 + i], v[i], v[r]);
-      }
-#pragma unroll
-      for (int r = 0; r < 16; ++r) x[(j0 + r) * LD] = v[r];
     }
   }
   __syncthreads();
-  for (int e = tid; e < C * D; e += kPrefillThreads) {
-    const int r = e / D, c = e % D;
-    blk[PrefillBlock::w(D) + e] = Ks[r * LD + c];
-    blk[PrefillBlock::u(D) + e] = Vs[r * LD + c];
+  // Qg and Kd^T to the workspace.
+  for (int e = tid; e < C * D / 2; e += T) {
+    const int r = e / (D / 2), c = 2 * (e % (D / 2));
+    prefill_store2<Bf16>(op + PrefillBlock::qg(D) + r * SW + c, es[r] * Qs[r * LD + c],
+                         es[r] * Qs[r * LD + c + 1]);
   }
+  for (int e = tid; e < C * D / 2; e += T) {
+    const int c = e / (C / 2), r = 2 * (e % (C / 2));
+    prefill_store2<Bf16>(op + PrefillBlock::kdt(D) + c * SC + r, ed[r] * Ks[r * LD + c],
+                         ed[r + 1] * Ks[(r + 1) * LD + c]);
+  }
+  {
+    float v[PER];
+    load(v, vc);
+    // The inverse's diagonal blocks, a thread per (block, column): x = (I + L_bb)^-1 e_j.
+    if (tid < C) {
+      const int o = 16 * (tid >> 4), j = tid & 15;
+      float x[16];
+#pragma unroll
+      for (int r = 0; r < 16; ++r) {
+        float acc = r == j ? 1.0f : 0.0f;
+#pragma unroll
+        for (int i = 0; i < r; ++i) acc = fmaf(-Ls[(o + r) * LC + o + i], x[i], acc);
+        x[r] = acc;
+      }
+#pragma unroll
+      for (int r = 0; r < 16; ++r) As[(o + r) * LC + o + j] = x[r];
+    }
+    __syncthreads();  // Q^ and K^ read by every thread
+#pragma unroll
+    for (int i = 0; i < PER; ++i) {
+      const int e = tid + i * T, r = e / D, c = e % D;
+      Qs[r * LD + c] = bs[r] * v[i];
+      Ks[r * LD + c] *= bs[r] * es[r];
+    }
+  }
+  // The blocks below the diagonal, by distance d: T_ij = sum_{k=j}^{i-1} L_ik A_kj, then
+  // A_ij = -A_ii T_ij.
+  for (int d = 1; d < 4; ++d) {
+    const int nb = 4 - d;
+    for (int e = tid; e < nb * 256; e += T) {
+      const int j = e >> 8, i = j + d, r = (e >> 4) & 15, c = e & 15;
+      float acc = 0.0f;
+      for (int k = 16 * j; k < 16 * i; ++k) {
+        acc = fmaf(Ls[(16 * i + r) * LC + k], As[k * LC + 16 * j + c], acc);
+      }
+      Ts[e] = acc;
+    }
+    __syncthreads();
+    for (int e = tid; e < nb * 256; e += T) {
+      const int j = e >> 8, i = j + d, r = (e >> 4) & 15, c = e & 15;
+      float acc = 0.0f;
+      for (int m = 0; m <= r; ++m) {
+        acc = fmaf(As[(16 * i + r) * LC + 16 * i + m], Ts[(e & ~255) + m * 16 + c], acc);
+      }
+      As[(16 * i + r) * LC + 16 * j + c] = -acc;
+    }
+    __syncthreads();
+  }
+  // W = A diag(beta G) K^ and U = A diag(beta) V (A lower triangular: the k-steps up to the
+  // row tile's diagonal).
+  {
+    constexpr int NT = D / 16;
+    const int rt = warp & 3, r0 = 16 * rt, c0 = (D / 2) * (warp >> 2);
+    const auto a = [&](int r, int k) { return As[(r0 + r) * LC + k]; };
+    float acc[NT][4] = {};
+    prefill_warp_mma<Bf16, NT>(acc, 16 * (rt + 1), a,
+                               [&](int k, int c) { return Ks[k * LD + c0 + c]; });
+    E* W = op + PrefillBlock::w(D);
+#pragma unroll
+    for (int nt = 0; nt < NT; ++nt) {
+#pragma unroll
+      for (int half = 0; half < 2; ++half) {
+        const int r = r0 + g + 8 * half, c = c0 + nt * 8 + 2 * t;
+        prefill_store2<Bf16>(W + r * SW + c, acc[nt][2 * half], acc[nt][2 * half + 1]);
+        acc[nt][2 * half] = 0.0f;
+        acc[nt][2 * half + 1] = 0.0f;
+      }
+    }
+    prefill_warp_mma<Bf16, NT>(acc, 16 * (rt + 1), a,
+                               [&](int k, int c) { return Qs[k * LD + c0 + c]; });
+    float* UT = blk + PrefillBlock::ut(D);
+#pragma unroll
+    for (int nt = 0; nt < NT; ++nt) {
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const int r = r0 + g + (e >= 2 ? 8 : 0), c = c0 + nt * 8 + 2 * t + (e & 1);
+        UT[c * C + r] = acc[nt][e];
+      }
+    }
+  }
+  if (tid == 0) blk[PrefillBlock::gc(D, D)] = expf(gl);
 }
 
 /// A 16-byte asynchronous copy from global to shared memory (cp.async, sm_80+), and the
 /// group commit and wait around it.
-__device__ __forceinline__ void prefill_cp16(float* smem, const float* gmem) {
+__device__ __forceinline__ void prefill_cp16(void* smem, const void* gmem) {
   const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(smem));
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(s), "l"(gmem));
 }
@@ -308,47 +421,93 @@ __device__ __forceinline__ void prefill_cp_wait() {
   asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
 }
 
-/// Rows x Cols floats (Cols a multiple of 4, rows 16-byte aligned) from global memory (row
-/// stride `gs`) to shared memory (row stride `ss`), asynchronously, by the whole block.
-template <int Rows, int Cols>
-__device__ __forceinline__ void prefill_stage(float* sm, int ss, const float* gm, long gs) {
-  constexpr int V = Cols / 4;
-  for (int e = threadIdx.x; e < Rows * V; e += kPrefillThreads) {
-    const int r = e / V, c = (e % V) * 4;
-    prefill_cp16(sm + r * ss + c, gm + r * gs + c);
+/// `bytes` (a multiple of 16, both ends 16-byte aligned) from global to shared memory,
+/// asynchronously, by the whole block of `Threads`.
+template <int Threads>
+__device__ __forceinline__ void prefill_copy(void* sm, const void* gm, int bytes) {
+  for (int o = 16 * static_cast<int>(threadIdx.x); o < bytes; o += 16 * Threads) {
+    prefill_cp16(static_cast<unsigned char*>(sm) + o, static_cast<const unsigned char*>(gm) + o);
   }
 }
 
-/// The shared memory of the state kernel, in floats: S [D][NC+4], D and U [C][NC+4], W, Qg
-/// and Kd [C][D+4], P [C][C+4].
-template <int D>
-constexpr int prefill_state_smem_floats() {
-  return (D + 2 * kPrefillChunk) * (kPrefillCols + 4) + 3 * kPrefillChunk * (D + 4) +
-         kPrefillChunk * (kPrefillChunk + 4);
+/// acc[nt] += sign A B for a warp's n-tiles nt < NT: A (16 x K) held in accumulator tiles
+/// a[K / 8] (the layout the products leave), B (K x 8 NT) as the rows of its columns in shared
+/// memory, B[k][n] at bs[n * ld + k]. `Lower`: B[k][n] = 0 for k > n, those k-steps skipped.
+template <bool Bf16, int NT, int K, bool Lower = false>
+__device__ __forceinline__ void prefill_tile_mma(float (&acc)[NT][4], const float (&a)[K / 8][4],
+                                                 const PrefillOp<Bf16>* bs, int ld, float sign) {
+  const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+  if constexpr (Bf16) {
+#pragma unroll
+    for (int ks = 0; ks < K / 16; ++ks) {
+      const float* lo = a[2 * ks];
+      const float* hi = a[2 * ks + 1];
+      const std::uint32_t af[4] = {
+          prefill_bf16x2(sign * lo[0], sign * lo[1]), prefill_bf16x2(sign * lo[2], sign * lo[3]),
+          prefill_bf16x2(sign * hi[0], sign * hi[1]), prefill_bf16x2(sign * hi[2], sign * hi[3])};
+#pragma unroll
+      for (int nt = Lower ? 2 * ks : 0; nt < NT; ++nt) {
+        const std::uint16_t* b = bs + (8 * nt + g) * ld + 16 * ks + 2 * t;
+        const std::uint32_t bf[2] = {*reinterpret_cast<const std::uint32_t*>(b),
+                                     *reinterpret_cast<const std::uint32_t*>(b + 8)};
+        prefill_mma_bf16(acc[nt], af, bf);
+      }
+    }
+  } else {
+#pragma unroll
+    for (int ks = 0; ks < K / 8; ++ks) {
+      const float av[4] = {sign * a[ks][0], sign * a[ks][2], sign * a[ks][1], sign * a[ks][3]};
+      std::uint32_t ah[4], al[4];
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        ah[e] = prefill_tf32(av[e]);
+        al[e] = prefill_tf32(av[e] - __uint_as_float(ah[e]));
+      }
+#pragma unroll
+      for (int nt = Lower ? ks : 0; nt < NT; ++nt) {
+        const float2 bv = *reinterpret_cast<const float2*>(bs + (8 * nt + g) * ld + 8 * ks + 2 * t);
+        const std::uint32_t bh[2] = {prefill_tf32(bv.x), prefill_tf32(bv.y)};
+        const std::uint32_t bl[2] = {prefill_tf32(bv.x - __uint_as_float(bh[0])),
+                                     prefill_tf32(bv.y - __uint_as_float(bh[1]))};
+        float d[4] = {};
+        prefill_mma_tf32(d, al, bh);
+        prefill_mma_tf32(d, ah, bl);
+        prefill_mma_tf32(d, ah, bh);
+#pragma unroll
+        for (int e = 0; e < 4; ++e) acc[nt][e] += d[e];
+      }
+    }
+  }
 }
 
-/// Kernel 2: one block per (row, value head, kPrefillCols state columns), the row's chunks
-/// in order. The state tile stays in shared memory (float32) across the chunks; each
-/// chunk's operands are staged into shared memory by cp.async in two groups, each issued as
-/// soon as the previous chunk is done with its buffers: W and U (step a, D = U - W S) right
-/// after step a, Qg, P and Kd (steps b and c) after the state update, so that the copies
-/// overlap the other steps.
+/// The shared memory of the state kernel, in bytes: the operands (PrefillBlock's first
+/// region), the block's U^T rows [64][C + 8] floats and the chunk's decay (16 bytes).
+template <int D, bool Bf16>
+constexpr int prefill_state_smem_bytes() {
+  return static_cast<int>(sizeof(PrefillOp<Bf16>) * PrefillBlock::operands(D)) +
+         4 * kPrefillStateCols * (kPrefillChunk + PrefillBlock::kPad) + 16;
+}
+
+/// Kernel 2: one block per (row, value head, 64 state columns); see the file's comment.
 template <class ActT, class StateT, int D, bool Bf16>
-__global__ void __launch_bounds__(kPrefillThreads)
+__global__ void __launch_bounds__(32 * kPrefillStateWarps)
     prefill_state_kernel(const PrefillParams<ActT, StateT, typename Kokkos::Cuda::memory_space> p) {
   constexpr int C = kPrefillChunk;
-  constexpr int NC = kPrefillCols;
-  constexpr int LS = NC + 4, LD = D + 4, LC = C + 4;
-  constexpr int NT = NC / 8;                  // n-tiles per warp
-  constexpr int SR = D / kPrefillWarps / 16;  // state m-tiles per warp
-  extern __shared__ float smem[];
-  float* Ss = smem;         // [D][LS]
-  float* Dm = Ss + D * LS;  // [C][LS]
-  float* Us = Dm + C * LS;  // [C][LS]
-  float* Ws = Us + C * LS;  // [C][LD]
-  float* Qs = Ws + C * LD;  // [C][LD]
-  float* Ks = Qs + C * LD;  // [C][LD]
-  float* Ps = Ks + C * LD;  // [C][LC]
+  constexpr int T = 32 * kPrefillStateWarps;
+  constexpr int NC = kPrefillStateCols;
+  constexpr int LU = C + PrefillBlock::kPad;
+  constexpr int SW = PrefillBlock::row(D), SC = PrefillBlock::crow();
+  constexpr int NS = D / 8;  // the state tile's accumulator tiles (8 key rows each)
+  constexpr int NO = C / 8;  // a chunk's accumulator tiles (8 tokens each)
+  using E = PrefillOp<Bf16>;
+  extern __shared__ __align__(16) unsigned char smem_bytes[];
+  E* const ops = reinterpret_cast<E*>(smem_bytes);
+  const E* const Ws = ops + PrefillBlock::w(D);
+  const E* const Qs = ops + PrefillBlock::qg(D);
+  const E* const Ks = ops + PrefillBlock::kdt(D);
+  const E* const Ps = ops + PrefillBlock::p(D);
+  float* const Us = reinterpret_cast<float*>(smem_bytes + sizeof(E) * PrefillBlock::operands(D));
+  float* const gcs = Us + NC * LU;
 
   const int b = blockIdx.x, h = blockIdx.y, col0 = blockIdx.z * NC;
   long long start = 0, end = 0;
@@ -358,104 +517,104 @@ __global__ void __launch_bounds__(kPrefillThreads)
   const long long chunks = (end - start + C - 1) / C;
   const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
   const int g = lane >> 2, t = lane & 3;
+  const int cw = kPrefillWarpCols * warp;  // the warp's first column in the block's tile
   const auto block = [&](long long c) {
     return p.ws + ((base + c) * p.nv + h) * PrefillBlock::floats(D, D);
   };
-  const auto stage_wu = [&](long long c) {
+  const auto stage_w = [&](long long c) {  // W, the block's U^T rows and the decay
     if (c < chunks) {
       const float* blk = block(c);
-      prefill_stage<C, D>(Ws, LD, blk + PrefillBlock::w(D), D);
-      prefill_stage<C, NC>(Us, LS, blk + PrefillBlock::u(D) + col0, D);
+      prefill_copy<T>(ops, blk, static_cast<int>(sizeof(E) * C * SW));
+      const float* ut = blk + PrefillBlock::ut(D) + long(col0) * C;
+      for (int e = tid; e < NC * C / 4; e += T) {
+        const int r = e / (C / 4), q = 4 * (e % (C / 4));
+        prefill_cp16(Us + r * LU + q, ut + r * C + q);
+      }
+      if (tid == 0) prefill_cp16(gcs, blk + PrefillBlock::gc(D, D));
     }
     prefill_cp_commit();
   };
-  const auto stage_qpk = [&](long long c) {
+  const auto stage_qkp = [&](long long c) {  // Qg, Kd^T and P
     if (c < chunks) {
-      const float* blk = block(c);
-      prefill_stage<C, D>(Qs, LD, blk + PrefillBlock::qg(D), D);
-      prefill_stage<C, C>(Ps, LC, blk + PrefillBlock::p(D, D), C);
-      prefill_stage<C, D>(Ks, LD, blk + PrefillBlock::kd(D), D);
+      const E* blk = reinterpret_cast<const E*>(block(c));
+      constexpr long first = PrefillBlock::qg(D);
+      prefill_copy<T>(ops + first, blk + first,
+                      static_cast<int>(sizeof(E) * (PrefillBlock::operands(D) - first)));
     }
     prefill_cp_commit();
   };
-  stage_wu(0);
-  stage_qpk(0);
-  for (int e = tid; e < D * NC; e += kPrefillThreads) {
-    const int i = e / NC, j = e % NC;
-    Ss[i * LS + j] = to_float(p.state(slot, h, i, col0 + j));
+  stage_w(0);
+  stage_qkp(0);
+  // S^T: element (col, key) of tile j at (g + 8 [e >= 2], 8 j + 2 t + (e & 1)).
+  float S[NS][4];
+#pragma unroll
+  for (int j = 0; j < NS; ++j) {
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      S[j][e] =
+          to_float(p.state(slot, h, 8 * j + 2 * t + (e & 1), col0 + cw + g + (e >= 2 ? 8 : 0)));
+    }
   }
-  const auto bs = [&](int k, int c) { return Ss[k * LS + c]; };
-  const auto bd = [&](int k, int c) { return Dm[k * LS + c]; };
-  const int r0 = 16 * warp;
   for (long long c = 0; c < chunks; ++c) {
     const long long t0 = start + c * C;
     const int n = static_cast<int>(end - t0 < C ? end - t0 : C);
-    prefill_cp_wait<1>();  // W and U of chunk c
+    prefill_cp_wait<1>();  // W, U^T and the decay of chunk c
     __syncthreads();
-    // D = U - W S.
-    {
-      float acc[NT][4] = {};
-      prefill_warp_mma<Bf16, NT>(
-          acc, D, [&](int r, int k) { return Ws[(r0 + r) * LD + k]; }, bs);
+    // D^T = U^T - S^T W^T.
+    float Dt[NO][4];
 #pragma unroll
-      for (int nt = 0; nt < NT; ++nt) {
+    for (int nt = 0; nt < NO; ++nt) {
 #pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          const int r = r0 + g + (e >= 2 ? 8 : 0), cc = nt * 8 + 2 * t + (e & 1);
-          Dm[r * LS + cc] = Us[r * LS + cc] - acc[nt][e];
-        }
+      for (int half = 0; half < 2; ++half) {
+        const float2 u =
+            *reinterpret_cast<const float2*>(Us + (cw + g + 8 * half) * LU + 8 * nt + 2 * t);
+        Dt[nt][2 * half] = u.x;
+        Dt[nt][2 * half + 1] = u.y;
       }
     }
-    __syncthreads();  // D complete; W and U free
-    stage_wu(c + 1);
-    prefill_cp_wait<1>();  // Qg, P and Kd of chunk c
+    const float gc = gcs[0];
+    prefill_tile_mma<Bf16, NO, D>(Dt, S, Ws, SW, -1.0f);
+    __syncthreads();  // every warp is done with W and U^T
+    stage_w(c + 1);
+    prefill_cp_wait<1>();  // Qg, Kd^T and P of chunk c
     __syncthreads();
-    // O = Qg S + P D.
+    // O^T = S^T Qg^T + D^T P^T.
     {
-      float acc[NT][4] = {};
-      prefill_warp_mma<Bf16, NT>(
-          acc, D, [&](int r, int k) { return Qs[(r0 + r) * LD + k]; }, bs);
-      prefill_warp_mma<Bf16, NT>(
-          acc, C, [&](int r, int k) { return Ps[(r0 + r) * LC + k]; }, bd);
+      float O[NO][4] = {};
+      prefill_tile_mma<Bf16, NO, D>(O, S, Qs, SW, 1.0f);
+      prefill_tile_mma<Bf16, NO, C, true>(O, Dt, Ps, SC, 1.0f);
 #pragma unroll
-      for (int nt = 0; nt < NT; ++nt) {
+      for (int nt = 0; nt < NO; ++nt) {
 #pragma unroll
         for (int e = 0; e < 4; ++e) {
-          const int r = r0 + g + (e >= 2 ? 8 : 0), cc = nt * 8 + 2 * t + (e & 1);
-          if (r < n) p.out.write(static_cast<int>(t0 + r), long(h) * D + col0 + cc, acc[nt][e]);
+          const int r = 8 * nt + 2 * t + (e & 1);
+          const long col = long(h) * D + col0 + cw + g + (e >= 2 ? 8 : 0);
+          if (r < n) p.out.write(static_cast<int>(t0 + r), col, O[nt][e]);
         }
       }
     }
-    // S <- G_C S + Kd^T D: warp w the state rows [w D / 4, (w + 1) D / 4). The product
-    // from zero, then added to the decayed state in float32 (a thread owns its elements).
-    const float gc = block(c)[PrefillBlock::gc(D, D)];
-    float acc[SR][NT][4] = {};
+    // S^T <- G_C S^T + D^T Kd, the product from zero and added in float32, 8 tiles at a time.
 #pragma unroll
-    for (int mt = 0; mt < SR; ++mt) {
-      const int s0 = (warp * SR + mt) * 16;
-      prefill_warp_mma<Bf16, NT>(
-          acc[mt], C, [&](int r, int k) { return Ks[k * LD + s0 + r]; }, bd);
-    }
-    __syncthreads();  // every warp is done reading S, Qg, P, Kd and D
-    stage_qpk(c + 1);
+    for (int j0 = 0; j0 < NS; j0 += 8) {
+      float acc[8][4] = {};
+      prefill_tile_mma<Bf16, 8, C>(acc, Dt, Ks + 8 * j0 * SC, SC, 1.0f);
 #pragma unroll
-    for (int mt = 0; mt < SR; ++mt) {
-      const int s0 = (warp * SR + mt) * 16;
+      for (int j = 0; j < 8; ++j) {
 #pragma unroll
-      for (int nt = 0; nt < NT; ++nt) {
-#pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          const int r = s0 + g + (e >= 2 ? 8 : 0), cc = nt * 8 + 2 * t + (e & 1);
-          Ss[r * LS + cc] = fmaf(gc, Ss[r * LS + cc], acc[mt][nt][e]);
-        }
+        for (int e = 0; e < 4; ++e) S[j0 + j][e] = fmaf(gc, S[j0 + j][e], acc[j][e]);
       }
     }
+    __syncthreads();  // every warp is done with Qg, Kd^T and P
+    stage_qkp(c + 1);
   }
   prefill_cp_wait<0>();
-  __syncthreads();
-  for (int e = tid; e < D * NC; e += kPrefillThreads) {
-    const int i = e / NC, j = e % NC;
-    p.state(slot, h, i, col0 + j) = from_float<StateT>(Ss[i * LS + j]);
+#pragma unroll
+  for (int j = 0; j < NS; ++j) {
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      p.state(slot, h, 8 * j + 2 * t + (e & 1), col0 + cw + g + (e >= 2 ? 8 : 0)) =
+          from_float<StateT>(S[j][e]);
+    }
   }
 }
 
@@ -463,25 +622,26 @@ template <class ActT, class StateT, int D, bool Bf16>
 void launch_prefill_cuda_kernels(
     const Kokkos::Cuda& space,
     const PrefillParams<ActT, StateT, typename Kokkos::Cuda::memory_space>& p) {
-  constexpr int C = kPrefillChunk;
-  const std::size_t smem = sizeof(float) * (3 * C * (D + 4) + C * (C + 4) + 4 * C);
-  const auto chunk = prefill_chunk_kernel<ActT, StateT, D, Bf16>;
-  cudaError_t err =
-      cudaFuncSetAttribute(chunk, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem));
+  static_assert(D % kPrefillStateCols == 0, "the state kernel's column blocks tile D");
   const cudaStream_t stream = space.cuda_stream();
+  const auto chunk = prefill_chunk_kernel<ActT, StateT, D, Bf16>;
+  const int chunk_smem = static_cast<int>(sizeof(float)) * prefill_chunk_smem_floats<D>();
+  cudaError_t err =
+      cudaFuncSetAttribute(chunk, cudaFuncAttributeMaxDynamicSharedMemorySize, chunk_smem);
   if (err == cudaSuccess && p.chunk_slots > 0) {
     chunk<<<dim3(static_cast<unsigned>(p.chunk_slots), static_cast<unsigned>(p.nv)),
-            kPrefillThreads, smem, stream>>>(p);
+            kPrefillChunkThreads, chunk_smem, stream>>>(p);
     err = cudaGetLastError();
   }
   const auto state = prefill_state_kernel<ActT, StateT, D, Bf16>;
-  const std::size_t state_smem = sizeof(float) * prefill_state_smem_floats<D>();
+  const int state_smem = prefill_state_smem_bytes<D, Bf16>();
   if (err == cudaSuccess) {
-    err = cudaFuncSetAttribute(state, cudaFuncAttributeMaxDynamicSharedMemorySize, int(state_smem));
+    err = cudaFuncSetAttribute(state, cudaFuncAttributeMaxDynamicSharedMemorySize, state_smem);
   }
   if (err == cudaSuccess) {
-    state<<<dim3(static_cast<unsigned>(p.batch), static_cast<unsigned>(p.nv), D / kPrefillCols),
-            kPrefillThreads, state_smem, stream>>>(p);
+    state<<<dim3(static_cast<unsigned>(p.batch), static_cast<unsigned>(p.nv),
+                 D / kPrefillStateCols),
+            32 * kPrefillStateWarps, state_smem, stream>>>(p);
     err = cudaGetLastError();
   }
   if (err != cudaSuccess) {

@@ -46,21 +46,31 @@ inline long long prefill_chunk_slots(std::size_t tokens, std::size_t rows) {
          kPrefillChunk;
 }
 
-/// One (chunk slot, value head) block of the workspace, in floats from the block's start:
-/// W [C][Dk], Kd [C][Dk] (the keys decayed to the chunk's end), Qg [C][Dk] (the queries
-/// with their decay from the chunk's start), U [C][Dv], P [C][C] (the masked, decayed
-/// query-key products) and the chunk's total decay, padded to 16 bytes. Rows past the
-/// chunk's last token are zero.
+/// One (chunk slot, value head) block of the workspace (written by the CUDA chunk kernel, read
+/// by the CUDA state kernel; the host needs none). First the operands of the state kernel's
+/// products, in the call's operand type E (bf16 or float; the region is sized for float), each
+/// row padded by kPad elements so that a warp's fragment loads fall in distinct banks:
+/// W [C][Dk + kPad] (rows are tokens), Qg [C][Dk + kPad] (the queries with their decay from
+/// the chunk's start), KdT [Dk][C + kPad] (the keys decayed to the chunk's end, transposed),
+/// P [C][C + kPad] (the masked, decayed query-key products, P[t][i]); then in float
+/// UT [Dv][C] (U transposed) and the chunk's total decay, padded to 16 bytes. Entries of
+/// tokens past the chunk's last are zero. Offsets in elements from the block's start.
 struct PrefillBlock {
+  static constexpr int kPad = 8;
+  KOKKOS_INLINE_FUNCTION static constexpr long row(int dk) { return dk + kPad; }
+  KOKKOS_INLINE_FUNCTION static constexpr long crow() { return kPrefillChunk + kPad; }
   KOKKOS_INLINE_FUNCTION static constexpr long w(int) { return 0; }
-  KOKKOS_INLINE_FUNCTION static constexpr long kd(int dk) { return long(kPrefillChunk) * dk; }
-  KOKKOS_INLINE_FUNCTION static constexpr long qg(int dk) { return 2L * kPrefillChunk * dk; }
-  KOKKOS_INLINE_FUNCTION static constexpr long u(int dk) { return 3L * kPrefillChunk * dk; }
-  KOKKOS_INLINE_FUNCTION static constexpr long p(int dk, int dv) {
-    return u(dk) + long(kPrefillChunk) * dv;
+  KOKKOS_INLINE_FUNCTION static constexpr long qg(int dk) { return kPrefillChunk * row(dk); }
+  KOKKOS_INLINE_FUNCTION static constexpr long kdt(int dk) { return 2 * qg(dk); }
+  KOKKOS_INLINE_FUNCTION static constexpr long p(int dk) { return kdt(dk) + dk * crow(); }
+  /// The operands' elements (W, Qg, KdT, P).
+  KOKKOS_INLINE_FUNCTION static constexpr long operands(int dk) {
+    return p(dk) + kPrefillChunk * crow();
   }
+  /// UT and the total decay, in floats from the block's start.
+  KOKKOS_INLINE_FUNCTION static constexpr long ut(int dk) { return operands(dk); }
   KOKKOS_INLINE_FUNCTION static constexpr long gc(int dk, int dv) {
-    return p(dk, dv) + long(kPrefillChunk) * kPrefillChunk;
+    return ut(dk) + long(dv) * kPrefillChunk;
   }
   KOKKOS_INLINE_FUNCTION static constexpr long floats(int dk, int dv) { return gc(dk, dv) + 4; }
 };
