@@ -245,6 +245,22 @@ KOKKOS_FORCEINLINE_FUNCTION void async_wait() {
 #endif
 }
 
+/// Close the group of this thread's async_copy copies issued since the last
+/// call (CUDA `cp.async.commit_group`; elsewhere the copies are done already).
+KOKKOS_FORCEINLINE_FUNCTION void async_commit() {
+#if defined(__CUDA_ARCH__)
+  asm volatile("cp.async.commit_group;" ::: "memory");
+#endif
+}
+
+/// Wait until at most `N` of this thread's committed groups are in flight.
+template <int N>
+KOKKOS_FORCEINLINE_FUNCTION void async_wait_groups() {
+#if defined(__CUDA_ARCH__)
+  asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory");
+#endif
+}
+
 /// Four consecutive floats of team scratch (`p` 16-byte aligned on CUDA).
 KOKKOS_FORCEINLINE_FUNCTION void load4(const float* p, float (&d)[4]) {
 #if defined(__CUDA_ARCH__)

@@ -34,6 +34,7 @@
 /// validated; Dk == Dv == D in {64, 128}.
 
 #include <gdn/bf16.hpp>
+#include <gdn/impl/backend/backend.hpp>
 #include <gdn/impl/prefill/prefill_params.hpp>
 
 #include <Kokkos_Core.hpp>
@@ -408,25 +409,12 @@ __global__ void __launch_bounds__(kPrefillChunkThreads, 2)
   if (tid == 0) blk[PrefillBlock::gc(D, D)] = expf(gl);
 }
 
-/// A 16-byte asynchronous copy from global to shared memory (cp.async, sm_80+), and the
-/// group commit and wait around it.
-__device__ __forceinline__ void prefill_cp16(void* smem, const void* gmem) {
-  const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(smem));
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(s), "l"(gmem));
-}
-__device__ __forceinline__ void prefill_cp_commit() { asm volatile("cp.async.commit_group;\n" ::); }
-/// Waits until at most `N` of this thread's committed groups are in flight.
-template <int N>
-__device__ __forceinline__ void prefill_cp_wait() {
-  asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
-}
-
 /// `bytes` (a multiple of 16, both ends 16-byte aligned) from global to shared memory,
 /// asynchronously, by the whole block of `Threads`.
 template <int Threads>
 __device__ __forceinline__ void prefill_copy(void* sm, const void* gm, int bytes) {
   for (int o = 16 * static_cast<int>(threadIdx.x); o < bytes; o += 16 * Threads) {
-    prefill_cp16(static_cast<unsigned char*>(sm) + o, static_cast<const unsigned char*>(gm) + o);
+    async_copy<16>(static_cast<unsigned char*>(sm) + o, static_cast<const unsigned char*>(gm) + o);
   }
 }
 
@@ -528,11 +516,11 @@ __global__ void __launch_bounds__(32 * kPrefillStateWarps)
       const float* ut = blk + PrefillBlock::ut(D) + long(col0) * C;
       for (int e = tid; e < NC * C / 4; e += T) {
         const int r = e / (C / 4), q = 4 * (e % (C / 4));
-        prefill_cp16(Us + r * LU + q, ut + r * C + q);
+        async_copy<16>(Us + r * LU + q, ut + r * C + q);
       }
-      if (tid == 0) prefill_cp16(gcs, blk + PrefillBlock::gc(D, D));
+      if (tid == 0) async_copy<16>(gcs, blk + PrefillBlock::gc(D, D));
     }
-    prefill_cp_commit();
+    async_commit();
   };
   const auto stage_qkp = [&](long long c) {  // Qg, Kd^T and P
     if (c < chunks) {
@@ -541,7 +529,7 @@ __global__ void __launch_bounds__(32 * kPrefillStateWarps)
       prefill_copy<T>(ops + first, blk + first,
                       static_cast<int>(sizeof(E) * (PrefillBlock::operands(D) - first)));
     }
-    prefill_cp_commit();
+    async_commit();
   };
   stage_w(0);
   stage_qkp(0);
@@ -558,7 +546,7 @@ __global__ void __launch_bounds__(32 * kPrefillStateWarps)
   for (long long c = 0; c < chunks; ++c) {
     const long long t0 = start + c * C;
     const int n = static_cast<int>(end - t0 < C ? end - t0 : C);
-    prefill_cp_wait<1>();  // W, U^T and the decay of chunk c
+    async_wait_groups<1>();  // W, U^T and the decay of chunk c
     __syncthreads();
     // D^T = U^T - S^T W^T.
     float Dt[NO][4];
@@ -576,7 +564,7 @@ __global__ void __launch_bounds__(32 * kPrefillStateWarps)
     prefill_tile_mma<Bf16, NO, D>(Dt, S, Ws, SW, -1.0f);
     __syncthreads();  // every warp is done with W and U^T
     stage_w(c + 1);
-    prefill_cp_wait<1>();  // Qg, Kd^T and P of chunk c
+    async_wait_groups<1>();  // Qg, Kd^T and P of chunk c
     __syncthreads();
     // O^T = S^T Qg^T + D^T P^T.
     {
@@ -607,7 +595,7 @@ __global__ void __launch_bounds__(32 * kPrefillStateWarps)
     __syncthreads();  // every warp is done with Qg, Kd^T and P
     stage_qkp(c + 1);
   }
-  prefill_cp_wait<0>();
+  async_wait_groups<0>();
 #pragma unroll
   for (int j = 0; j < NS; ++j) {
 #pragma unroll
