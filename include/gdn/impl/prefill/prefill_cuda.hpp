@@ -15,14 +15,16 @@
 /// tensor cores (warp w: rows [16 (w % 4), +16), columns [D/2 (w / 4), +D/2)); the state kernel's
 /// operands written to the chunk's workspace block (PrefillBlock, prefill_params.hpp).
 ///
-/// prefill_state_kernel, one block of 4 warps per (row, value head, 64 state columns), the
-/// row's chunks in order. Warp w carries the transposed state tile S^T of its 16 columns
-/// [col0 + 16 w, +16) x Dk in registers, in mma's accumulator layout, which is also the layout
-/// of an A operand: the products' A operands (S^T, D^T) never leave the registers. Per chunk:
-/// D^T = U^T - S^T W^T, O^T = S^T Qg^T + D^T P^T (written to `out`), S^T <- G_C S^T + D^T Kd.
-/// The B operands (W, Qg, P, Kd^T, stored as the rows of B's columns) and the warp's U^T come
-/// from shared memory, staged by cp.async in two groups, each issued as soon as the previous
-/// chunk is done with its buffer, so the copies overlap the other group's products.
+/// prefill_state_kernel, one block of 8 warps per (row, value head, 64 state columns), the
+/// row's chunks in order. Warp w carries the transposed state tile S^T of the 16 columns
+/// [col0 + 16 (w % 4), +16) and the key half [D/2 (w / 4), +D/2) in registers, in mma's
+/// accumulator layout, which is also the layout of an A operand: the products' A operands
+/// (S^T, D^T) never leave the registers. Per chunk: D^T = U^T - S^T W^T (each key half's share,
+/// the two added through shared memory), O^T = S^T Qg^T + D^T P^T (the same; a warp writes half
+/// of the chunk's outputs to `out`), S^T <- G_C S^T + D^T Kd on the warp's own key half. The B
+/// operands (W, Qg, P, Kd^T, stored as the rows of B's columns) and the block's U^T come from
+/// shared memory, staged by cp.async in two groups, each issued as soon as the previous chunk
+/// is done with its buffer, so the copies overlap the other group's products.
 ///
 /// Precisions: bf16, m16n8k16 on bf16 operands with float32 accumulation; tf32x3, m16n8k8 with
 /// each float operand split into TF32 high and low parts, the three products of a k-step summed
@@ -50,9 +52,9 @@ namespace gdn {
 namespace Impl {
 
 inline constexpr int kPrefillChunkThreads = 256;  // 8 warps
-inline constexpr int kPrefillStateWarps = 4;
-inline constexpr int kPrefillWarpCols = 16;  // state columns per warp of the state kernel
-inline constexpr int kPrefillStateCols = kPrefillWarpCols * kPrefillStateWarps;
+inline constexpr int kPrefillStateWarps = 8;      // 4 column groups x 2 key halves
+inline constexpr int kPrefillWarpCols = 16;       // state columns per warp of the state kernel
+inline constexpr int kPrefillStateCols = 4 * kPrefillWarpCols;
 
 /// The state kernel's operand type: bf16 bits or float.
 template <bool Bf16>
@@ -352,28 +354,38 @@ __global__ void __launch_bounds__(kPrefillChunkThreads, 2)
     }
   }
   // The blocks below the diagonal, by distance d: T_ij = sum_{k=j}^{i-1} L_ik A_kj, then
-  // A_ij = -A_ii T_ij.
-  for (int d = 1; d < 4; ++d) {
-    const int nb = 4 - d;
-    for (int e = tid; e < nb * 256; e += T) {
-      const int j = e >> 8, i = j + d, r = (e >> 4) & 15, c = e & 15;
+  // A_ij = -A_ii T_ij (A_ii is zero above its diagonal); a thread per element of each of the
+  // 4 - d blocks (T = 256 = 16 x 16), the sums unrolled.
+  static_assert(T == 256, "a thread per element of a 16 x 16 block");
+  const auto below = [&](auto dc) {
+    constexpr int d = decltype(dc)::value;
+    const int r = tid >> 4, c = tid & 15;
+#pragma unroll
+    for (int j = 0; j < 4 - d; ++j) {
+      const int i = j + d;
       float acc = 0.0f;
-      for (int k = 16 * j; k < 16 * i; ++k) {
-        acc = fmaf(Ls[(16 * i + r) * LC + k], As[k * LC + 16 * j + c], acc);
+#pragma unroll
+      for (int k = 0; k < 16 * d; ++k) {
+        acc = fmaf(Ls[(16 * i + r) * LC + 16 * j + k], As[(16 * j + k) * LC + 16 * j + c], acc);
       }
-      Ts[e] = acc;
+      Ts[j * 256 + tid] = acc;
     }
     __syncthreads();
-    for (int e = tid; e < nb * 256; e += T) {
-      const int j = e >> 8, i = j + d, r = (e >> 4) & 15, c = e & 15;
+#pragma unroll
+    for (int j = 0; j < 4 - d; ++j) {
+      const int i = j + d;
       float acc = 0.0f;
-      for (int m = 0; m <= r; ++m) {
-        acc = fmaf(As[(16 * i + r) * LC + 16 * i + m], Ts[(e & ~255) + m * 16 + c], acc);
+#pragma unroll
+      for (int m = 0; m < 16; ++m) {
+        acc = fmaf(As[(16 * i + r) * LC + 16 * i + m], Ts[j * 256 + m * 16 + c], acc);
       }
       As[(16 * i + r) * LC + 16 * j + c] = -acc;
     }
     __syncthreads();
-  }
+  };
+  below(std::integral_constant<int, 1>{});
+  below(std::integral_constant<int, 2>{});
+  below(std::integral_constant<int, 3>{});
   // W = A diag(beta G) K^ and U = A diag(beta) V (A lower triangular: the k-steps up to the
   // row tile's diagonal).
   {
@@ -469,11 +481,13 @@ __device__ __forceinline__ void prefill_tile_mma(float (&acc)[NT][4], const floa
 }
 
 /// The shared memory of the state kernel, in bytes: the operands (PrefillBlock's first
-/// region), the block's U^T rows [64][C + 8] floats and the chunk's decay (16 bytes).
+/// region), the block's U^T rows [64][C + 8] floats, the warps' exchange slots
+/// [warps][32][32 lanes] floats and the chunk's decay (16 bytes).
 template <int D, bool Bf16>
 constexpr int prefill_state_smem_bytes() {
   return static_cast<int>(sizeof(PrefillOp<Bf16>) * PrefillBlock::operands(D)) +
-         4 * kPrefillStateCols * (kPrefillChunk + PrefillBlock::kPad) + 16;
+         4 * kPrefillStateCols * (kPrefillChunk + PrefillBlock::kPad) +
+         4 * kPrefillStateWarps * 32 * 32 + 16;
 }
 
 /// Kernel 2: one block per (row, value head, 64 state columns); see the file's comment.
@@ -485,8 +499,10 @@ __global__ void __launch_bounds__(32 * kPrefillStateWarps)
   constexpr int NC = kPrefillStateCols;
   constexpr int LU = C + PrefillBlock::kPad;
   constexpr int SW = PrefillBlock::row(D), SC = PrefillBlock::crow();
-  constexpr int NS = D / 8;  // the state tile's accumulator tiles (8 key rows each)
-  constexpr int NO = C / 8;  // a chunk's accumulator tiles (8 tokens each)
+  constexpr int DH = D / 2;   // the key rows of a warp
+  constexpr int NS = DH / 8;  // its state tile's accumulator tiles (8 key rows each)
+  constexpr int NO = C / 8;   // a chunk's accumulator tiles (8 tokens each)
+  constexpr int NH = NO / 2;  // the tiles whose outputs a warp writes
   using E = PrefillOp<Bf16>;
   extern __shared__ __align__(16) unsigned char smem_bytes[];
   E* const ops = reinterpret_cast<E*>(smem_bytes);
@@ -495,7 +511,8 @@ __global__ void __launch_bounds__(32 * kPrefillStateWarps)
   const E* const Ks = ops + PrefillBlock::kdt(D);
   const E* const Ps = ops + PrefillBlock::p(D);
   float* const Us = reinterpret_cast<float*>(smem_bytes + sizeof(E) * PrefillBlock::operands(D));
-  float* const gcs = Us + NC * LU;
+  float* const Xs = Us + NC * LU;
+  float* const gcs = Xs + kPrefillStateWarps * 32 * 32;
 
   const int b = blockIdx.x, h = blockIdx.y, col0 = blockIdx.z * NC;
   long long start = 0, end = 0;
@@ -505,7 +522,10 @@ __global__ void __launch_bounds__(32 * kPrefillStateWarps)
   const long long chunks = (end - start + C - 1) / C;
   const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
   const int g = lane >> 2, t = lane & 3;
-  const int cw = kPrefillWarpCols * warp;  // the warp's first column in the block's tile
+  const int cw = kPrefillWarpCols * (warp & 3);    // the warp's first column in the block's tile
+  const int kh = warp >> 2;                        // the warp's key half [kh DH, kh DH + DH)
+  float* const mine = Xs + warp * 32 * 32 + lane;  // this lane's exchange slots, 32 apart
+  const float* const peer = Xs + (warp ^ 4) * 32 * 32 + lane;  // the other key half's
   const auto block = [&](long long c) {
     return p.ws + ((base + c) * p.nv + h) * PrefillBlock::floats(D, D);
   };
@@ -533,22 +553,21 @@ __global__ void __launch_bounds__(32 * kPrefillStateWarps)
   };
   stage_w(0);
   stage_qkp(0);
-  // S^T: element (col, key) of tile j at (g + 8 [e >= 2], 8 j + 2 t + (e & 1)).
+  // S^T: element (col, key) of tile j at (g + 8 [e >= 2], kh DH + 8 j + 2 t + (e & 1)).
+  const auto key = [&](int j, int e) { return kh * DH + 8 * j + 2 * t + (e & 1); };
+  const auto col = [&](int e) { return col0 + cw + g + (e >= 2 ? 8 : 0); };
   float S[NS][4];
 #pragma unroll
   for (int j = 0; j < NS; ++j) {
 #pragma unroll
-    for (int e = 0; e < 4; ++e) {
-      S[j][e] =
-          to_float(p.state(slot, h, 8 * j + 2 * t + (e & 1), col0 + cw + g + (e >= 2 ? 8 : 0)));
-    }
+    for (int e = 0; e < 4; ++e) S[j][e] = to_float(p.state(slot, h, key(j, e), col(e)));
   }
   for (long long c = 0; c < chunks; ++c) {
     const long long t0 = start + c * C;
     const int n = static_cast<int>(end - t0 < C ? end - t0 : C);
     async_wait_groups<1>();  // W, U^T and the decay of chunk c
     __syncthreads();
-    // D^T = U^T - S^T W^T.
+    // D^T = U^T - S^T W^T: each key half's share, then the two added through shared memory.
     float Dt[NO][4];
 #pragma unroll
     for (int nt = 0; nt < NO; ++nt) {
@@ -556,43 +575,55 @@ __global__ void __launch_bounds__(32 * kPrefillStateWarps)
       for (int half = 0; half < 2; ++half) {
         const float2 u =
             *reinterpret_cast<const float2*>(Us + (cw + g + 8 * half) * LU + 8 * nt + 2 * t);
-        Dt[nt][2 * half] = u.x;
-        Dt[nt][2 * half + 1] = u.y;
+        Dt[nt][2 * half] = kh == 0 ? u.x : 0.0f;
+        Dt[nt][2 * half + 1] = kh == 0 ? u.y : 0.0f;
       }
     }
     const float gc = gcs[0];
-    prefill_tile_mma<Bf16, NO, D>(Dt, S, Ws, SW, -1.0f);
-    __syncthreads();  // every warp is done with W and U^T
+    prefill_tile_mma<Bf16, NO, DH>(Dt, S, Ws + kh * DH, SW, -1.0f);
+#pragma unroll
+    for (int i = 0; i < 4 * NO; ++i) mine[32 * i] = Dt[i / 4][i % 4];
+    __syncthreads();  // the shares written; every warp is done with W and U^T
+#pragma unroll
+    for (int i = 0; i < 4 * NO; ++i) Dt[i / 4][i % 4] += peer[32 * i];
     stage_w(c + 1);
     async_wait_groups<1>();  // Qg, Kd^T and P of chunk c
-    __syncthreads();
-    // O^T = S^T Qg^T + D^T P^T.
+    __syncthreads();         // (and every warp has read its peer's share of D)
+    // O^T = S^T Qg^T + D^T P^T: each key half's share of S^T Qg^T (the upper half adds
+    // D^T P^T); a warp writes the outputs of the tiles [NH kh, NH kh + NH), its peer's
+    // share of those added.
     {
       float O[NO][4] = {};
-      prefill_tile_mma<Bf16, NO, D>(O, S, Qs, SW, 1.0f);
-      prefill_tile_mma<Bf16, NO, C, true>(O, Dt, Ps, SC, 1.0f);
+      prefill_tile_mma<Bf16, NO, DH>(O, S, Qs + kh * DH, SW, 1.0f);
+      if (kh == 1) prefill_tile_mma<Bf16, NO, C, true>(O, Dt, Ps, SC, 1.0f);
 #pragma unroll
-      for (int nt = 0; nt < NO; ++nt) {
+      for (int q = 0; q < NH; ++q) {
+#pragma unroll
+        for (int e = 0; e < 4; ++e) mine[32 * (4 * q + e)] = kh == 0 ? O[NH + q][e] : O[q][e];
+      }
+      __syncthreads();
+#pragma unroll
+      for (int q = 0; q < NH; ++q) {
 #pragma unroll
         for (int e = 0; e < 4; ++e) {
-          const int r = 8 * nt + 2 * t + (e & 1);
-          const long col = long(h) * D + col0 + cw + g + (e >= 2 ? 8 : 0);
-          if (r < n) p.out.write(static_cast<int>(t0 + r), col, O[nt][e]);
+          const float v = (kh == 0 ? O[q][e] : O[NH + q][e]) + peer[32 * (4 * q + e)];
+          const int r = 8 * (NH * kh + q) + 2 * t + (e & 1);
+          if (r < n) p.out.write(static_cast<int>(t0 + r), long(h) * D + col(e), v);
         }
       }
     }
-    // S^T <- G_C S^T + D^T Kd, the product from zero and added in float32, 8 tiles at a time.
+    // S^T <- G_C S^T + D^T Kd on the warp's key half, the product from zero and added in
+    // float32.
+    {
+      float acc[NS][4] = {};
+      prefill_tile_mma<Bf16, NS, C>(acc, Dt, Ks + kh * DH * SC, SC, 1.0f);
 #pragma unroll
-    for (int j0 = 0; j0 < NS; j0 += 8) {
-      float acc[8][4] = {};
-      prefill_tile_mma<Bf16, 8, C>(acc, Dt, Ks + 8 * j0 * SC, SC, 1.0f);
+      for (int j = 0; j < NS; ++j) {
 #pragma unroll
-      for (int j = 0; j < 8; ++j) {
-#pragma unroll
-        for (int e = 0; e < 4; ++e) S[j0 + j][e] = fmaf(gc, S[j0 + j][e], acc[j][e]);
+        for (int e = 0; e < 4; ++e) S[j][e] = fmaf(gc, S[j][e], acc[j][e]);
       }
     }
-    __syncthreads();  // every warp is done with Qg, Kd^T and P
+    __syncthreads();  // every warp is done with Qg, Kd^T, P and its peer's share of O
     stage_qkp(c + 1);
   }
   async_wait_groups<0>();
@@ -600,8 +631,7 @@ __global__ void __launch_bounds__(32 * kPrefillStateWarps)
   for (int j = 0; j < NS; ++j) {
 #pragma unroll
     for (int e = 0; e < 4; ++e) {
-      p.state(slot, h, 8 * j + 2 * t + (e & 1), col0 + cw + g + (e >= 2 ? 8 : 0)) =
-          from_float<StateT>(S[j][e]);
+      p.state(slot, h, key(j, e), col(e)) = from_float<StateT>(S[j][e]);
     }
   }
 }
