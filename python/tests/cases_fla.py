@@ -148,6 +148,41 @@ def test_hf_use_gdn_switches_gated_deltanet_layers(device):
         gdn.hf.use_gdn(torch.nn.Linear(2, 2))
 
 
+def test_hf_use_gdn_replaces_the_globals_a_layer_calls(device):
+    """Where a layer calls its recurrence functions as globals of its modeling module (later
+    transformers 5.x), gdn.hf.use_gdn replaces those globals; a layer with neither attributes
+    nor such calls is an error that changes nothing."""
+    import sys
+    import types
+
+    import gdn.hf
+
+    mod = types.ModuleType("gdn_test_fake_modeling")
+    exec("def chunk_gated_delta_rule(*a, **k): return 'chunk'\n"
+         "def fused_recurrent_gated_delta_rule(*a, **k): return 'recurrent'\n"
+         "import torch\n"
+         "class FakeGatedDeltaNet(torch.nn.Module):\n"
+         "    def forward(self, x, decode):\n"
+         "        if decode:\n"
+         "            return fused_recurrent_gated_delta_rule(x)\n"
+         "        return chunk_gated_delta_rule(x)\n"
+         "class OtherGatedDeltaNet(torch.nn.Module):\n"
+         "    def forward(self, x):\n"
+         "        return x\n", mod.__dict__)
+    sys.modules[mod.__name__] = mod
+    try:
+        model = torch.nn.Sequential(mod.FakeGatedDeltaNet(), torch.nn.Linear(2, 2))
+        before = mod.chunk_gated_delta_rule
+        with pytest.raises(ValueError, match="not supported"):
+            gdn.hf.use_gdn(torch.nn.Sequential(mod.FakeGatedDeltaNet(), mod.OtherGatedDeltaNet()))
+        assert mod.chunk_gated_delta_rule is before  # nothing switched by the failed call
+        assert gdn.hf.use_gdn(model) == 1
+        assert mod.chunk_gated_delta_rule is gdn.fla.chunk_gated_delta_rule
+        assert mod.fused_recurrent_gated_delta_rule is gdn.fla.fused_recurrent_gated_delta_rule
+    finally:
+        del sys.modules[mod.__name__]
+
+
 def test_vllm_pool_indexed_call_updates_its_rows_in_place(device):
     """gdn.vllm's pool-indexed call: sequences of cu_seqlens read and write pool rows
     ssm_state_indices in place (-1: a padding row, nothing read or written), the other rows

@@ -266,7 +266,7 @@ def test_lazy_decode_loop_in_a_cuda_graph():
     rows = base.idx([base.slots])
     state_l, state_e = base.state(), base.state()
     out = base.out()
-    ring = base.ring(4)
+    ring = base.ring(4, rows=len(base.state0))  # ring_slots are the state slots
     history = torch.zeros(len(base.state0), cfg.num_key_heads, capacity, rec, device="cuda")
     ledger = torch.zeros(len(base.state0), gdn.lazy_ledger_words(capacity), dtype=torch.int32,
                          device="cuda")
