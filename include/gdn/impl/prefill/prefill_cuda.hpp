@@ -92,6 +92,11 @@ __device__ __forceinline__ void prefill_mma_bf16(float (&d)[4], const std::uint3
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
 }
 
+/// The place of accumulator element e (0..3) of lane (g, t) = (lane / 4, lane % 4) in mma's
+/// m16n8 tile: row g + 8 [e >= 2], column 2 t + (e & 1).
+__device__ __forceinline__ int prefill_acc_row(int g, int e) { return g + (e >= 2 ? 8 : 0); }
+__device__ __forceinline__ int prefill_acc_col(int t, int e) { return 2 * t + (e & 1); }
+
 /// acc[nt] += A (16 x K) B (K x 8 NT columns) for one warp: `a(r, k)` for r < 16 and
 /// `b(k, n)` for n < 8 NT give the float operands (r, n relative to the warp's tile).
 /// tf32x3: a = ah + al, b = bh + bl rounded to TF32 each, three products: the two small
@@ -304,7 +309,7 @@ __global__ void __launch_bounds__(kPrefillChunkThreads, 2)
     for (int nt = 0; nt < 4; ++nt) {
 #pragma unroll
       for (int half = 0; half < 2; ++half) {
-        const int r = r0 + g + 8 * half, c = c0 + nt * 8 + 2 * t;
+        const int r = r0 + prefill_acc_row(g, 2 * half), c = c0 + nt * 8 + prefill_acc_col(t, 0);
         float pv[2];
 #pragma unroll
         for (int j = 0; j < 2; ++j) {
@@ -400,7 +405,7 @@ __global__ void __launch_bounds__(kPrefillChunkThreads, 2)
     for (int nt = 0; nt < NT; ++nt) {
 #pragma unroll
       for (int half = 0; half < 2; ++half) {
-        const int r = r0 + g + 8 * half, c = c0 + nt * 8 + 2 * t;
+        const int r = r0 + prefill_acc_row(g, 2 * half), c = c0 + nt * 8 + prefill_acc_col(t, 0);
         prefill_store2<Bf16>(W + r * SW + c, acc[nt][2 * half], acc[nt][2 * half + 1]);
         acc[nt][2 * half] = 0.0f;
         acc[nt][2 * half + 1] = 0.0f;
@@ -413,7 +418,7 @@ __global__ void __launch_bounds__(kPrefillChunkThreads, 2)
     for (int nt = 0; nt < NT; ++nt) {
 #pragma unroll
       for (int e = 0; e < 4; ++e) {
-        const int r = r0 + g + (e >= 2 ? 8 : 0), c = c0 + nt * 8 + 2 * t + (e & 1);
+        const int r = r0 + prefill_acc_row(g, e), c = c0 + nt * 8 + prefill_acc_col(t, e);
         UT[c * C + r] = acc[nt][e];
       }
     }
@@ -553,9 +558,9 @@ __global__ void __launch_bounds__(32 * kPrefillStateWarps)
   };
   stage_w(0);
   stage_qkp(0);
-  // S^T: element (col, key) of tile j at (g + 8 [e >= 2], kh DH + 8 j + 2 t + (e & 1)).
-  const auto key = [&](int j, int e) { return kh * DH + 8 * j + 2 * t + (e & 1); };
-  const auto col = [&](int e) { return col0 + cw + g + (e >= 2 ? 8 : 0); };
+  // S^T: element e of tile j at (column, key) = (col(e), key(j, e)).
+  const auto key = [&](int j, int e) { return kh * DH + 8 * j + prefill_acc_col(t, e); };
+  const auto col = [&](int e) { return col0 + cw + prefill_acc_row(g, e); };
   float S[NS][4];
 #pragma unroll
   for (int j = 0; j < NS; ++j) {
@@ -573,8 +578,8 @@ __global__ void __launch_bounds__(32 * kPrefillStateWarps)
     for (int nt = 0; nt < NO; ++nt) {
 #pragma unroll
       for (int half = 0; half < 2; ++half) {
-        const float2 u =
-            *reinterpret_cast<const float2*>(Us + (cw + g + 8 * half) * LU + 8 * nt + 2 * t);
+        const float2 u = *reinterpret_cast<const float2*>(
+            Us + (cw + prefill_acc_row(g, 2 * half)) * LU + 8 * nt + prefill_acc_col(t, 0));
         Dt[nt][2 * half] = kh == 0 ? u.x : 0.0f;
         Dt[nt][2 * half + 1] = kh == 0 ? u.y : 0.0f;
       }
@@ -607,7 +612,7 @@ __global__ void __launch_bounds__(32 * kPrefillStateWarps)
 #pragma unroll
         for (int e = 0; e < 4; ++e) {
           const float v = (kh == 0 ? O[q][e] : O[NH + q][e]) + peer[32 * (4 * q + e)];
-          const int r = 8 * (NH * kh + q) + 2 * t + (e & 1);
+          const int r = 8 * (NH * kh + q) + prefill_acc_col(t, e);
           if (r < n) p.out.write(static_cast<int>(t0 + r), long(h) * D + col(e), v);
         }
       }
