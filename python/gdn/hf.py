@@ -13,6 +13,7 @@ the switch holds for every model of that class in the process. The convolution, 
 norms and the projections stay the model's own. Returns the number of layers switched.
 """
 
+import inspect
 import sys
 
 from . import fla
@@ -28,21 +29,23 @@ def _is_gated_deltanet(module):
 
 
 def _global_targets(layer):
-    """The module globals the layer's forward calls for its recurrence, as {name: gdn function},
-    or None: names containing 'gated_delta_rule', one with 'chunk' and one with 'recurrent'."""
+    """The module globals the layer's forward calls for its recurrence, as (module, {name: gdn
+    function}), or None: the callable globals whose names contain 'gated_delta_rule', those with
+    'chunk' (the prefill) and those with 'recurrent' (decode), at least one of each."""
     cls = type(layer)
     module = sys.modules.get(cls.__module__)
-    code = getattr(cls.forward, "__code__", None)
+    code = getattr(inspect.unwrap(cls.forward), "__code__", None)  # through functools.wraps
     if module is None or code is None:
         return None
     names = [n for n in code.co_names
              if "gated_delta_rule" in n and callable(getattr(module, n, None))]
     chunk = [n for n in names if "chunk" in n]
     recurrent = [n for n in names if "recurrent" in n]
-    if len(chunk) != 1 or len(recurrent) != 1:
+    if not chunk or not recurrent or set(chunk) & set(recurrent):
         return None
-    return module, {chunk[0]: fla.chunk_gated_delta_rule,
-                    recurrent[0]: fla.fused_recurrent_gated_delta_rule}
+    names = {n: fla.chunk_gated_delta_rule for n in chunk}
+    names.update({n: fla.fused_recurrent_gated_delta_rule for n in recurrent})
+    return module, names
 
 
 def use_gdn(model):
@@ -63,8 +66,8 @@ def use_gdn(model):
         if targets is None:
             raise ValueError(f"gdn.hf.use_gdn: {type(m).__name__} has neither the attributes "
                              "chunk_gated_delta_rule and recurrent_gated_delta_rule nor a "
-                             "forward calling one chunk and one recurrent *gated_delta_rule "
-                             "function of its module; this transformers version is not supported")
+                             "forward calling chunk and recurrent *gated_delta_rule functions of "
+                             "its module; this transformers version is not supported")
         plans.append((m, targets))
     for m, targets in plans:  # nothing is changed unless every layer can be switched
         if targets is None:

@@ -160,11 +160,20 @@ def test_hf_use_gdn_replaces_the_globals_a_layer_calls(device):
     mod = types.ModuleType("gdn_test_fake_modeling")
     exec("def chunk_gated_delta_rule(*a, **k): return 'chunk'\n"
          "def fused_recurrent_gated_delta_rule(*a, **k): return 'recurrent'\n"
-         "import torch\n"
+         "def torch_chunk_gated_delta_rule(*a, **k): return 'torch chunk'\n"
+         "import functools, torch\n"
+         "def logged(f):\n"
+         "    @functools.wraps(f)\n"
+         "    def wrapper(*a, **k):\n"
+         "        return f(*a, **k)\n"
+         "    return wrapper\n"
          "class FakeGatedDeltaNet(torch.nn.Module):\n"
-         "    def forward(self, x, decode):\n"
+         "    @logged  # a decorated forward, as transformers' layers may have\n"
+         "    def forward(self, x, decode, fallback=False):\n"
          "        if decode:\n"
          "            return fused_recurrent_gated_delta_rule(x)\n"
+         "        if fallback:\n"
+         "            return torch_chunk_gated_delta_rule(x)\n"
          "        return chunk_gated_delta_rule(x)\n"
          "class OtherGatedDeltaNet(torch.nn.Module):\n"
          "    def forward(self, x):\n"
@@ -178,6 +187,7 @@ def test_hf_use_gdn_replaces_the_globals_a_layer_calls(device):
         assert mod.chunk_gated_delta_rule is before  # nothing switched by the failed call
         assert gdn.hf.use_gdn(model) == 1
         assert mod.chunk_gated_delta_rule is gdn.fla.chunk_gated_delta_rule
+        assert mod.torch_chunk_gated_delta_rule is gdn.fla.chunk_gated_delta_rule
         assert mod.fused_recurrent_gated_delta_rule is gdn.fla.fused_recurrent_gated_delta_rule
     finally:
         del sys.modules[mod.__name__]
