@@ -359,38 +359,29 @@ __global__ void __launch_bounds__(kPrefillChunkThreads, 2)
     }
   }
   // The blocks below the diagonal, by distance d: T_ij = sum_{k=j}^{i-1} L_ik A_kj, then
-  // A_ij = -A_ii T_ij (A_ii is zero above its diagonal); a thread per element of each of the
-  // 4 - d blocks (T = 256 = 16 x 16), the sums unrolled.
-  static_assert(T == 256, "a thread per element of a 16 x 16 block");
-  const auto below = [&](auto dc) {
-    constexpr int d = decltype(dc)::value;
-    const int r = tid >> 4, c = tid & 15;
-#pragma unroll
-    for (int j = 0; j < 4 - d; ++j) {
-      const int i = j + d;
+  // A_ij = -A_ii T_ij (A_ii is lower triangular: m up to r). The loops stay rolled: unrolled,
+  // they take the Dk = 128 bf16 instantiations past their 128 registers (spills).
+  for (int d = 1; d < 4; ++d) {
+    const int nb = 4 - d;
+    for (int e = tid; e < nb * 256; e += T) {
+      const int j = e >> 8, i = j + d, r = (e >> 4) & 15, c = e & 15;
       float acc = 0.0f;
-#pragma unroll
-      for (int k = 0; k < 16 * d; ++k) {
-        acc = fmaf(Ls[(16 * i + r) * LC + 16 * j + k], As[(16 * j + k) * LC + 16 * j + c], acc);
+      for (int k = 16 * j; k < 16 * i; ++k) {
+        acc = fmaf(Ls[(16 * i + r) * LC + k], As[k * LC + 16 * j + c], acc);
       }
-      Ts[j * 256 + tid] = acc;
+      Ts[e] = acc;
     }
     __syncthreads();
-#pragma unroll
-    for (int j = 0; j < 4 - d; ++j) {
-      const int i = j + d;
+    for (int e = tid; e < nb * 256; e += T) {
+      const int j = e >> 8, i = j + d, r = (e >> 4) & 15, c = e & 15;
       float acc = 0.0f;
-#pragma unroll
-      for (int m = 0; m < 16; ++m) {
-        acc = fmaf(As[(16 * i + r) * LC + 16 * i + m], Ts[j * 256 + m * 16 + c], acc);
+      for (int m = 0; m <= r; ++m) {
+        acc = fmaf(As[(16 * i + r) * LC + 16 * i + m], Ts[(e & ~255) + m * 16 + c], acc);
       }
       As[(16 * i + r) * LC + 16 * j + c] = -acc;
     }
     __syncthreads();
-  };
-  below(std::integral_constant<int, 1>{});
-  below(std::integral_constant<int, 2>{});
-  below(std::integral_constant<int, 3>{});
+  }
   // W = A diag(beta G) K^ and U = A diag(beta) V (A lower triangular: the k-steps up to the
   // row tile's diagonal).
   {
