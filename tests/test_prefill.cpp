@@ -1,7 +1,8 @@
 // recurrence_prefill (docs/api.md): the chunked WY/UT prefill against the float64 reference
 // and against the exact path (recurrence_fwd) within the tolerances stated in docs/api.md,
 // per precision; rows of every length around the chunk size (1, 63, 64, 65, 200, and empty);
-// padding rows; batch invariance; the final state seeding the exact path; bad input.
+// padding rows; batch invariance; strided layouts; the final state seeding the exact path;
+// bad input.
 #include "test_support.hpp"
 
 #include <gdn/recurrence_prefill.hpp>
@@ -191,6 +192,33 @@ TEST(Prefill, WithoutWorkspaceSameBits) {
                           PrefillPrecision::bf16);
   EXPECT_TRUE(same_bits(out, read_2d(out1)));
   EXPECT_TRUE(same_bits(floats_of(S), floats_of(S1)));
+}
+
+// qkv, the gates and out in each strided layout the API takes (rows padded, transposed, a
+// column stride of 2): the bits of the dense call. On CUDA the dense qkv is read by 16-byte
+// vectors and the others element by element.
+TEST(Prefill, StridedLayoutsSameBits) {
+  const gdn::HeadConfig cfg = heads(1, 2, 64);
+  const Problem p = make_problem(cfg, {100, 3, 64}, 6211);
+  const std::vector<std::uint32_t> slots = {0, 1, 2};
+  for (PrefillPrecision prec : kPrecisions) {
+    const Pool<float> S0 = make_state<float>(3, cfg, 82);
+    const Pool<float> S = clone(S0);
+    const std::vector<float> out = prefill(p, slots, S, prec);
+    for (Layout layout : {Layout::Padded, Layout::Transposed, Layout::Strided}) {
+      const Pool<float> S1 = clone(S0);
+      const ExecSpace space;
+      const DeviceInputs d = upload(p, layout);
+      Strided2D out1 = make_out(p, layout);
+      gdn::recurrence_prefill(space, cfg, d.in, to_device(slots), S1, out1.view,
+                              workspace_for(p), prec);
+      space.fence();
+      EXPECT_TRUE(same_bits(out, read_2d(out1))) << layout_name(layout) << ' '
+                                                 << precision_name(prec);
+      EXPECT_TRUE(same_bits(floats_of(S), floats_of(S1))) << layout_name(layout) << ' '
+                                                          << precision_name(prec);
+    }
+  }
 }
 
 // Raw gates and bf16 activations: the same agreement with recurrence_fwd on the same inputs.

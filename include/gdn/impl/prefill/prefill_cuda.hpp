@@ -189,6 +189,58 @@ __device__ __forceinline__ void prefill_store2(PrefillOp<Bf16>* dst, float a, fl
   }
 }
 
+/// Whether every run of 8 consecutive columns of `qkv` at a multiple of 8 is one aligned
+/// 16-byte (bf16) or 32-byte (float) block: unit column stride, a row stride that is a
+/// multiple of 8 and a 16-byte aligned base.
+template <class View>
+__device__ __forceinline__ bool prefill_vector_rows(const View& qkv) {
+  return qkv.stride_1() == 1 && qkv.stride_0() % 8 == 0 &&
+         reinterpret_cast<std::uintptr_t>(qkv.data()) % 16 == 0;
+}
+
+/// qkv(t, c + u) for u < 8 into x[u], as float: two 16-byte loads (float) or one (bf16,
+/// widened exactly) when `vec` (prefill_vector_rows, c a multiple of 8), else 8 reads.
+template <class Reader>
+__device__ __forceinline__ void prefill_load8(const Reader& in, bool vec, int t, long c,
+                                              float* x) {
+  using A = typename std::remove_cv<
+      typename std::remove_reference<decltype(in.m_qkv(0, 0))>::type>::type;
+  if (vec) {
+    const void* src = &in.m_qkv(t, c);
+    if constexpr (std::is_same<A, float>::value) {
+      const float4 a = static_cast<const float4*>(src)[0], b = static_cast<const float4*>(src)[1];
+      x[0] = a.x, x[1] = a.y, x[2] = a.z, x[3] = a.w;
+      x[4] = b.x, x[5] = b.y, x[6] = b.z, x[7] = b.w;
+    } else {
+      static_assert(sizeof(A) == 2, "float or bf16 activations");
+      const uint4 w = *static_cast<const uint4*>(src);
+      const unsigned h[4] = {w.x, w.y, w.z, w.w};
+#pragma unroll
+      for (int u = 0; u < 4; ++u) {
+        x[2 * u] = __uint_as_float(h[u] << 16);  // bf16 widened: its bits in the high half
+        x[2 * u + 1] = __uint_as_float(h[u] & 0xffff0000u);
+      }
+    }
+  } else {
+#pragma unroll
+    for (int u = 0; u < 8; ++u) x[u] = in.qkv(t, c + u);
+  }
+}
+
+/// x[0, 8) to shared memory at `dst` (16-byte aligned): two 16-byte stores.
+__device__ __forceinline__ void prefill_store8(float* dst, const float* x) {
+  reinterpret_cast<float4*>(dst)[0] = make_float4(x[0], x[1], x[2], x[3]);
+  reinterpret_cast<float4*>(dst)[1] = make_float4(x[4], x[5], x[6], x[7]);
+}
+
+/// x[0, 8) from shared memory at `src` (16-byte aligned): two 16-byte loads.
+__device__ __forceinline__ void prefill_smem_load8(const float* src, float* x) {
+  const float4 a = reinterpret_cast<const float4*>(src)[0];
+  const float4 b = reinterpret_cast<const float4*>(src)[1];
+  x[0] = a.x, x[1] = a.y, x[2] = a.z, x[3] = a.w;
+  x[4] = b.x, x[5] = b.y, x[6] = b.z, x[7] = b.w;
+}
+
 /// The shared memory of the chunk kernel, in floats: Q^ (then diag(beta) V) and K^ (then
 /// diag(beta G) K^) as [C][D + 4], L and A as [C][C + 4], the inverse's block products
 /// [3][16][16], and four per-token vectors.
@@ -207,6 +259,7 @@ __global__ void __launch_bounds__(kPrefillChunkThreads, 2)
   constexpr int LD = D + 4;
   constexpr int LC = C + 4;
   constexpr int PER = C * D / T;  // elements of a [C][D] tile per thread
+  constexpr int NV = PER / 8;      // ... in runs of 8 consecutive columns
   constexpr long SW = PrefillBlock::row(D), SC = PrefillBlock::crow();
   using E = PrefillOp<Bf16>;
   extern __shared__ float smem[];
@@ -232,12 +285,21 @@ __global__ void __launch_bounds__(kPrefillChunkThreads, 2)
   const int g = lane >> 2, t = lane & 3;
   const long qc = long(h / p.group) * D, kc = p.key_dim + qc, vc = 2 * p.key_dim + long(h) * D;
   // A [C][D] tile of qkv columns [col, col + D) of the chunk's tokens into registers (zero
-  // past the chunk), all loads in flight together.
+  // past the chunk), all loads in flight together: run j of a thread is the 8 columns
+  // [tile_c(j), +8) of row tile_r(j), read by 16-byte loads where qkv allows.
+  const bool vec = prefill_vector_rows(p.in.m_qkv);
+  const auto tile_r = [&](int j) { return (tid + j * T) / (D / 8); };
+  const auto tile_c = [&](int j) { return 8 * ((tid + j * T) % (D / 8)); };
   const auto load = [&](float(&x)[PER], long col) {
 #pragma unroll
-    for (int i = 0; i < PER; ++i) {
-      const int e = tid + i * T, r = e / D, c = e % D;
-      x[i] = r < n ? p.in.qkv(static_cast<int>(t0 + r), col + c) : 0.0f;
+    for (int j = 0; j < NV; ++j) {
+      const int r = tile_r(j), c = tile_c(j);
+      if (r < n) {
+        prefill_load8(p.in, vec, static_cast<int>(t0 + r), col + c, x + 8 * j);
+      } else {
+#pragma unroll
+        for (int u = 0; u < 8; ++u) x[8 * j + u] = 0.0f;
+      }
     }
   };
   {
@@ -250,10 +312,10 @@ __global__ void __launch_bounds__(kPrefillChunkThreads, 2)
       bs[tid] = tid < n ? p.in.beta(static_cast<int>(t0 + tid), h) : 0.0f;
     }
 #pragma unroll
-    for (int i = 0; i < PER; ++i) {
-      const int e = tid + i * T, r = e / D, c = e % D;
-      Qs[r * LD + c] = q[i];
-      Ks[r * LD + c] = k[i];
+    for (int j = 0; j < NV; ++j) {
+      const int o = tile_r(j) * LD + tile_c(j);
+      prefill_store8(Qs + o, q + 8 * j);
+      prefill_store8(Ks + o, k + 8 * j);
     }
   }
   __syncthreads();
@@ -352,10 +414,18 @@ __global__ void __launch_bounds__(kPrefillChunkThreads, 2)
     }
     __syncthreads();  // Q^ and K^ read by every thread
 #pragma unroll
-    for (int i = 0; i < PER; ++i) {
-      const int e = tid + i * T, r = e / D, c = e % D;
-      Qs[r * LD + c] = bs[r] * v[i];
-      Ks[r * LD + c] *= bs[r] * es[r];
+    for (int j = 0; j < NV; ++j) {
+      const int r = tile_r(j), o = r * LD + tile_c(j);
+      const float fq = bs[r], fk = bs[r] * es[r];
+      float kx[8];
+      prefill_smem_load8(Ks + o, kx);
+#pragma unroll
+      for (int u = 0; u < 8; ++u) {
+        v[8 * j + u] *= fq;
+        kx[u] *= fk;
+      }
+      prefill_store8(Qs + o, v + 8 * j);
+      prefill_store8(Ks + o, kx);
     }
   }
   // The blocks below the diagonal, by distance d: T_ij = sum_{k=j}^{i-1} L_ik A_kj, then
