@@ -26,8 +26,13 @@ What gdn supports and fla's other options:
 - Inference only: no backward (gdn is an inference library); a tensor that
   requires grad raises ``NotImplementedError``.
 - fla's other options (``gk``, ``gv``, ``use_gate_in_kernel``,
-  ``use_beta_sigmoid_in_kernel``, ``allow_neg_eigval``, ``state_v_first``)
-  raise ``NotImplementedError`` when set.
+  ``use_beta_sigmoid_in_kernel``, ``allow_neg_eigval``, ``state_v_first``,
+  ``transpose_state_layout``, ``head_first``, ``cp_context``) raise
+  ``NotImplementedError`` when set.
+- Any other keyword argument is ignored, as fla ignores it: Hugging Face's
+  Qwen3-Next layer passes the model call's keywords (``use_cache``,
+  ``output_router_logits``, ...) through to these functions. fla's
+  ``chunk_size`` is one of them: gdn's chunk is 64 tokens.
 
 No copy of q, k and v is made when they are views of one float32 buffer in
 the order q, k, v along the channels (as Hugging Face's Qwen3-Next layer
@@ -42,7 +47,8 @@ import gdn
 __all__ = ["fused_recurrent_gated_delta_rule", "chunk_gated_delta_rule"]
 
 _UNSUPPORTED = ("gk", "gv", "use_gate_in_kernel", "use_beta_sigmoid_in_kernel", "allow_neg_eigval",
-                "state_v_first", "A_log", "dt_bias")
+                "state_v_first", "transpose_state_layout", "head_first", "cp_context", "A_log",
+                "dt_bias")
 
 
 def _torch():
@@ -86,9 +92,6 @@ def _check(name, q, k, v, g, beta, scale, use_qk_l2norm_in_kernel, cu_seqlens, k
         value = kwargs.get(key)
         if value is not None and value is not False:
             raise NotImplementedError(f"gdn.fla.{name}: '{key}' is not supported by gdn")
-    extra = [key for key in kwargs if key not in _UNSUPPORTED]
-    if extra:
-        raise TypeError(f"gdn.fla.{name}: unexpected arguments {extra}")
     if g is None or beta is None:
         raise NotImplementedError(f"gdn.fla.{name}: gdn needs 'g' (the log-decay) and 'beta'")
     if any(t.requires_grad for t in (q, k, v, g, beta)) and torch.is_grad_enabled():

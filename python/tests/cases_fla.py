@@ -104,6 +104,18 @@ def test_fla_varlen_across_chunks(device, fn):
     assert rel(o, ro) < 1e-5 and rel(ht, rs) < 1e-5
 
 
+@pytest.mark.parametrize("fn", ["fused_recurrent_gated_delta_rule", "chunk_gated_delta_rule"])
+def test_fla_ignores_other_keywords_as_fla_does(device, fn):
+    """Keywords fla does not know (transformers' layer passes the model call's through) change
+    nothing; unsupported options set to their off value are accepted."""
+    q, k, v, g, beta = inputs(device, seed=6)
+    f = getattr(gdn.fla, fn)
+    o, _ = f(q, k, v, g=g, beta=beta, use_qk_l2norm_in_kernel=True)
+    o2, _ = f(q, k, v, g=g, beta=beta, use_qk_l2norm_in_kernel=True, use_cache=True,
+              output_router_logits=False, chunk_size=64, gk=None, head_first=False)
+    assert torch.equal(o, o2)
+
+
 def test_fla_says_what_gdn_does_not_support(device):
     q, k, v, g, beta = inputs(device)
     f = gdn.fla.fused_recurrent_gated_delta_rule
@@ -113,6 +125,8 @@ def test_fla_says_what_gdn_does_not_support(device):
         f(q, k, v, g=g, beta=beta, scale=0.5, use_qk_l2norm_in_kernel=True)
     with pytest.raises(NotImplementedError, match="gk"):
         f(q, k, v, g=g, beta=beta, gk=g, use_qk_l2norm_in_kernel=True)
+    with pytest.raises(NotImplementedError, match="transpose_state_layout"):
+        f(q, k, v, g=g, beta=beta, transpose_state_layout=True, use_qk_l2norm_in_kernel=True)
     with pytest.raises(NotImplementedError, match="backward"):
         f(q.requires_grad_(), k, v, g=g, beta=beta, use_qk_l2norm_in_kernel=True)
     with pytest.raises(ValueError, match="cu_seqlens"):
