@@ -104,13 +104,18 @@ void agrees_with_reference_and_forward(const gdn::HeadConfig& cfg) {
   }
 }
 
+// On CUDA the state kernel runs 4-warp blocks when its B x nv x Dk / 32 blocks fit the SMs,
+// 8-warp blocks otherwise: the last config of each test (7 rows x 8 or 16 value heads: 224
+// such blocks, more than the 132 SMs of an H100 or H200) takes the 8-warp blocks.
 TEST(Prefill, AgreesWithFloat64AndForwardD128) {
   agrees_with_reference_and_forward<float>(heads(1, 2, 128));
   agrees_with_reference_and_forward<float>(heads(2, 2, 128));
+  agrees_with_reference_and_forward<float>(heads(4, 8, 128));
 }
 TEST(Prefill, AgreesWithFloat64AndForwardD64) {
   agrees_with_reference_and_forward<float>(heads(1, 2, 64));
   agrees_with_reference_and_forward<float>(heads(2, 2, 64));
+  agrees_with_reference_and_forward<float>(heads(8, 16, 64));
 }
 TEST(Prefill, AgreesWithFloat64AndForwardBf16State) {
   agrees_with_reference_and_forward<gdn::bf16>(heads(1, 2, 128));

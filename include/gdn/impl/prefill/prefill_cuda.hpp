@@ -7,7 +7,8 @@
 ///
 /// prefill_chunk_kernel, one block of 8 warps per (chunk slot, value head), every chunk in
 /// parallel, two blocks per SM: the normalised queries and keys and the cumulative log-decays
-/// in shared memory; the Gram K^ K^T and Q^ K^T on tensor cores (warp w: rows [16 (w % 4), +16),
+/// in shared memory (q, k and v read 8 columns a thread, by 16-byte loads where qkv's layout
+/// allows); the Gram K^ K^T and Q^ K^T on tensor cores (warp w: rows [16 (w % 4), +16),
 /// columns [32 (w / 4), +32), skipped above the diagonal); the inverse A = (I + L)^-1 of the
 /// chunk's unit lower-triangular system in float32 (the 16 x 16 diagonal blocks by forward
 /// substitution, a thread per column, then the blocks below them by their distance from the
@@ -15,9 +16,11 @@
 /// tensor cores (warp w: rows [16 (w % 4), +16), columns [D/2 (w / 4), +D/2)); the state kernel's
 /// operands written to the chunk's workspace block (PrefillBlock, prefill_params.hpp).
 ///
-/// prefill_state_kernel, one block of 8 warps per (row, value head, 64 state columns), the
-/// row's chunks in order. Warp w carries the transposed state tile S^T of the 16 columns
-/// [col0 + 16 (w % 4), +16) and the key half [D/2 (w / 4), +D/2) in registers, in mma's
+/// prefill_state_kernel, one block of 2 CG warps per (row, value head, 16 CG state columns),
+/// the row's chunks in order; CG = 4 column groups (64 columns, 8 warps) when the grid fills
+/// the GPU, 2 (32 columns, 4 warps, twice the blocks) when B x nv x D / 32 blocks fit its SMs
+/// (prefill_state_col_groups). Warp w carries the transposed state tile S^T of the 16 columns
+/// [col0 + 16 (w % CG), +16) and the key half [D/2 (w / CG), +D/2) in registers, in mma's
 /// accumulator layout, which is also the layout of an A operand: the products' A operands
 /// (S^T, D^T) never leave the registers. Per chunk: D^T = U^T - S^T W^T (each key half's share,
 /// the two added through shared memory), O^T = S^T Qg^T + D^T P^T (the same; a warp writes half
@@ -52,9 +55,7 @@ namespace gdn {
 namespace Impl {
 
 inline constexpr int kPrefillChunkThreads = 256;  // 8 warps
-inline constexpr int kPrefillStateWarps = 8;      // 4 column groups x 2 key halves
-inline constexpr int kPrefillWarpCols = 16;       // state columns per warp of the state kernel
-inline constexpr int kPrefillStateCols = 4 * kPrefillWarpCols;
+inline constexpr int kPrefillWarpCols = 16;  // state columns per warp of the state kernel
 
 /// The state kernel's operand type: bf16 bits or float.
 template <bool Bf16>
@@ -546,23 +547,23 @@ __device__ __forceinline__ void prefill_tile_mma(float (&acc)[NT][4], const floa
   }
 }
 
-/// The shared memory of the state kernel, in bytes: the operands (PrefillBlock's first
-/// region), the block's U^T rows [64][C + 8] floats, the warps' exchange slots
-/// [warps][32][32 lanes] floats and the chunk's decay (16 bytes).
-template <int D, bool Bf16>
+/// The shared memory of the state kernel with CG column groups, in bytes: the operands
+/// (PrefillBlock's first region), the block's U^T rows [16 CG][C + 8] floats, the warps'
+/// exchange slots [2 CG][32][32 lanes] floats and the chunk's decay (16 bytes).
+template <int D, bool Bf16, int CG>
 constexpr int prefill_state_smem_bytes() {
   return static_cast<int>(sizeof(PrefillOp<Bf16>) * PrefillBlock::operands(D)) +
-         4 * kPrefillStateCols * (kPrefillChunk + PrefillBlock::kPad) +
-         4 * kPrefillStateWarps * 32 * 32 + 16;
+         4 * kPrefillWarpCols * CG * (kPrefillChunk + PrefillBlock::kPad) +
+         4 * 2 * CG * 32 * 32 + 16;
 }
 
-/// Kernel 2: one block per (row, value head, 64 state columns); see the file's comment.
-template <class ActT, class StateT, int D, bool Bf16>
-__global__ void __launch_bounds__(32 * kPrefillStateWarps)
+/// Kernel 2: one block per (row, value head, 16 CG state columns); see the file's comment.
+template <class ActT, class StateT, int D, bool Bf16, int CG>
+__global__ void __launch_bounds__(64 * CG)
     prefill_state_kernel(const PrefillParams<ActT, StateT, typename Kokkos::Cuda::memory_space> p) {
   constexpr int C = kPrefillChunk;
-  constexpr int T = 32 * kPrefillStateWarps;
-  constexpr int NC = kPrefillStateCols;
+  constexpr int T = 64 * CG;                 // 2 CG warps
+  constexpr int NC = kPrefillWarpCols * CG;  // the block's state columns
   constexpr int LU = C + PrefillBlock::kPad;
   constexpr int SW = PrefillBlock::row(D), SC = PrefillBlock::crow();
   constexpr int DH = D / 2;   // the key rows of a warp
@@ -578,7 +579,7 @@ __global__ void __launch_bounds__(32 * kPrefillStateWarps)
   const E* const Ps = ops + PrefillBlock::p(D);
   float* const Us = reinterpret_cast<float*>(smem_bytes + sizeof(E) * PrefillBlock::operands(D));
   float* const Xs = Us + NC * LU;
-  float* const gcs = Xs + kPrefillStateWarps * 32 * 32;
+  float* const gcs = Xs + 2 * CG * 32 * 32;
 
   const int b = blockIdx.x, h = blockIdx.y, col0 = blockIdx.z * NC;
   long long start = 0, end = 0;
@@ -588,10 +589,10 @@ __global__ void __launch_bounds__(32 * kPrefillStateWarps)
   const long long chunks = (end - start + C - 1) / C;
   const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
   const int g = lane >> 2, t = lane & 3;
-  const int cw = kPrefillWarpCols * (warp & 3);    // the warp's first column in the block's tile
-  const int kh = warp >> 2;                        // the warp's key half [kh DH, kh DH + DH)
+  const int cw = kPrefillWarpCols * (warp % CG);   // the warp's first column in the block's tile
+  const int kh = warp / CG;                        // the warp's key half [kh DH, kh DH + DH)
   float* const mine = Xs + warp * 32 * 32 + lane;  // this lane's exchange slots, 32 apart
-  const float* const peer = Xs + (warp ^ 4) * 32 * 32 + lane;  // the other key half's
+  const float* const peer = Xs + (kh ? warp - CG : warp + CG) * 32 * 32 + lane;  // the peer's
   const auto block = [&](long long c) {
     return p.ws + ((base + c) * p.nv + h) * PrefillBlock::floats(D, D);
   };
@@ -702,11 +703,34 @@ __global__ void __launch_bounds__(32 * kPrefillStateWarps)
   }
 }
 
+/// The state kernel's column groups for a call: 2 when its B x nv x D / 32 blocks of 4 warps
+/// fit the SMs one each (a grid of 8-warp blocks would leave half of them idle), else 4.
+/// Measured on an H100 (132 SMs, docs/performance.md): one prompt of 32 value heads 11-12 %
+/// faster with 2, four prompts 16-30 % slower.
+inline int prefill_state_col_groups(long long batch, int nv, int D, int sms) {
+  return batch * nv * (D / 32) <= sms ? 2 : 4;
+}
+
+template <class ActT, class StateT, int D, bool Bf16, int CG>
+cudaError_t launch_prefill_state(cudaStream_t stream,
+                                 const PrefillParams<ActT, StateT, Kokkos::CudaSpace>& p) {
+  static_assert(D % (kPrefillWarpCols * CG) == 0, "the state kernel's column blocks tile D");
+  const auto state = prefill_state_kernel<ActT, StateT, D, Bf16, CG>;
+  const int smem = prefill_state_smem_bytes<D, Bf16, CG>();
+  cudaError_t err = cudaFuncSetAttribute(state, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
+  if (err == cudaSuccess) {
+    state<<<dim3(static_cast<unsigned>(p.batch), static_cast<unsigned>(p.nv),
+                 D / (kPrefillWarpCols * CG)),
+            64 * CG, smem, stream>>>(p);
+    err = cudaGetLastError();
+  }
+  return err;
+}
+
 template <class ActT, class StateT, int D, bool Bf16>
 void launch_prefill_cuda_kernels(
     const Kokkos::Cuda& space,
     const PrefillParams<ActT, StateT, typename Kokkos::Cuda::memory_space>& p) {
-  static_assert(D % kPrefillStateCols == 0, "the state kernel's column blocks tile D");
   const cudaStream_t stream = space.cuda_stream();
   const auto chunk = prefill_chunk_kernel<ActT, StateT, D, Bf16>;
   const int chunk_smem = static_cast<int>(sizeof(float)) * prefill_chunk_smem_floats<D>();
@@ -717,16 +741,11 @@ void launch_prefill_cuda_kernels(
             kPrefillChunkThreads, chunk_smem, stream>>>(p);
     err = cudaGetLastError();
   }
-  const auto state = prefill_state_kernel<ActT, StateT, D, Bf16>;
-  const int state_smem = prefill_state_smem_bytes<D, Bf16>();
   if (err == cudaSuccess) {
-    err = cudaFuncSetAttribute(state, cudaFuncAttributeMaxDynamicSharedMemorySize, state_smem);
-  }
-  if (err == cudaSuccess) {
-    state<<<dim3(static_cast<unsigned>(p.batch), static_cast<unsigned>(p.nv),
-                 D / kPrefillStateCols),
-            32 * kPrefillStateWarps, state_smem, stream>>>(p);
-    err = cudaGetLastError();
+    const int sms = space.cuda_device_prop().multiProcessorCount;
+    err = prefill_state_col_groups(p.batch, p.nv, D, sms) == 2
+              ? launch_prefill_state<ActT, StateT, D, Bf16, 2>(stream, p)
+              : launch_prefill_state<ActT, StateT, D, Bf16, 4>(stream, p);
   }
   if (err != cudaSuccess) {
     throw std::runtime_error(std::string("gdn::recurrence_prefill: CUDA launch failed: ") +
