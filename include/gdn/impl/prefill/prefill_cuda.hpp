@@ -704,9 +704,8 @@ __global__ void __launch_bounds__(64 * CG)
 }
 
 /// The state kernel's column groups for a call: 2 when its B x nv x D / 32 blocks of 4 warps
-/// fit the SMs one each (a grid of 8-warp blocks would leave half of them idle), else 4.
-/// Measured on an H100 (132 SMs, docs/performance.md): one prompt of 32 value heads about 11 %
-/// faster with 2, four or sixteen prompts 16-32 % slower.
+/// fit the SMs one each (a grid of 8-warp blocks would leave half of them idle), else 4: the
+/// smaller blocks are faster only while the grid leaves SMs free (docs/performance.md).
 inline int prefill_state_col_groups(long long batch, int nv, int D, int sms) {
   return batch * nv * (D / 32) <= sms ? 2 : 4;
 }
