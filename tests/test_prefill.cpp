@@ -215,13 +215,13 @@ TEST(Prefill, StridedLayoutsSameBits) {
       const ExecSpace space;
       const DeviceInputs d = upload(p, layout);
       Strided2D out1 = make_out(p, layout);
-      gdn::recurrence_prefill(space, cfg, d.in, to_device(slots), S1, out1.view,
-                              workspace_for(p), prec);
+      gdn::recurrence_prefill(space, cfg, d.in, to_device(slots), S1, out1.view, workspace_for(p),
+                              prec);
       space.fence();
-      EXPECT_TRUE(same_bits(out, read_2d(out1))) << layout_name(layout) << ' '
-                                                 << precision_name(prec);
-      EXPECT_TRUE(same_bits(floats_of(S), floats_of(S1))) << layout_name(layout) << ' '
-                                                          << precision_name(prec);
+      EXPECT_TRUE(same_bits(out, read_2d(out1)))
+          << layout_name(layout) << ' ' << precision_name(prec);
+      EXPECT_TRUE(same_bits(floats_of(S), floats_of(S1)))
+          << layout_name(layout) << ' ' << precision_name(prec);
     }
   }
 }

@@ -55,7 +55,7 @@ namespace gdn {
 namespace Impl {
 
 inline constexpr int kPrefillChunkThreads = 256;  // 8 warps
-inline constexpr int kPrefillWarpCols = 16;  // state columns per warp of the state kernel
+inline constexpr int kPrefillWarpCols = 16;       // state columns per warp of the state kernel
 
 /// The state kernel's operand type: bf16 bits or float.
 template <bool Bf16>
@@ -202,10 +202,9 @@ __device__ __forceinline__ bool prefill_vector_rows(const View& qkv) {
 /// qkv(t, c + u) for u < 8 into x[u], as float: two 16-byte loads (float) or one (bf16,
 /// widened exactly) when `vec` (prefill_vector_rows, c a multiple of 8), else 8 reads.
 template <class Reader>
-__device__ __forceinline__ void prefill_load8(const Reader& in, bool vec, int t, long c,
-                                              float* x) {
-  using A = typename std::remove_cv<
-      typename std::remove_reference<decltype(in.m_qkv(0, 0))>::type>::type;
+__device__ __forceinline__ void prefill_load8(const Reader& in, bool vec, int t, long c, float* x) {
+  using A =
+      typename std::remove_cv<typename std::remove_reference<decltype(in.m_qkv(0, 0))>::type>::type;
   if (vec) {
     const void* src = &in.m_qkv(t, c);
     if constexpr (std::is_same<A, float>::value) {
@@ -260,7 +259,7 @@ __global__ void __launch_bounds__(kPrefillChunkThreads, 2)
   constexpr int LD = D + 4;
   constexpr int LC = C + 4;
   constexpr int PER = C * D / T;  // elements of a [C][D] tile per thread
-  constexpr int NV = PER / 8;      // ... in runs of 8 consecutive columns
+  constexpr int NV = PER / 8;     // ... in runs of 8 consecutive columns
   constexpr long SW = PrefillBlock::row(D), SC = PrefillBlock::crow();
   using E = PrefillOp<Bf16>;
   extern __shared__ float smem[];
@@ -553,8 +552,8 @@ __device__ __forceinline__ void prefill_tile_mma(float (&acc)[NT][4], const floa
 template <int D, bool Bf16, int CG>
 constexpr int prefill_state_smem_bytes() {
   return static_cast<int>(sizeof(PrefillOp<Bf16>) * PrefillBlock::operands(D)) +
-         4 * kPrefillWarpCols * CG * (kPrefillChunk + PrefillBlock::kPad) +
-         4 * 2 * CG * 32 * 32 + 16;
+         4 * kPrefillWarpCols * CG * (kPrefillChunk + PrefillBlock::kPad) + 4 * 2 * CG * 32 * 32 +
+         16;
 }
 
 /// Kernel 2: one block per (row, value head, 16 CG state columns); see the file's comment.
