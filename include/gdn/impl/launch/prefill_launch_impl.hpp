@@ -68,8 +68,8 @@ void run_prefill(
   const std::size_t batch = state_slots.extent(0);
   const std::size_t tokens = check_recurrence_shapes(c, cfg, in, batch, state, out);
   check_prefill_extras(c, cfg, tokens, batch, workspace.extent(0), workspace.data(), precision);
-  // The largest leagues launched: the host's B x nv teams (CUDA's state kernel: a grid of
-  // B x nv x Dv / 64 blocks, B in x) and the chunk slots (the chunk kernel's grid in x).
+  // The largest leagues launched: the host's B x nv teams (CUDA's state kernel: B in the
+  // grid's x) and the chunk slots (the chunk kernel's grid in x).
   check_league(c, "state_slots", static_cast<long long>(batch) * cfg.num_value_heads);
   check_league(c, "inputs.qkv", prefill_chunk_slots(tokens, batch));
   if (index_checking_enabled()) {

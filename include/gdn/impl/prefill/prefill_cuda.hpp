@@ -199,6 +199,14 @@ __device__ __forceinline__ bool prefill_vector_rows(const View& qkv) {
          reinterpret_cast<std::uintptr_t>(qkv.data()) % 16 == 0;
 }
 
+/// x[0, 8) from `src` (global or shared memory, 16-byte aligned): two 16-byte loads.
+__device__ __forceinline__ void prefill_load8_aligned(const float* src, float* x) {
+  const float4 a = reinterpret_cast<const float4*>(src)[0];
+  const float4 b = reinterpret_cast<const float4*>(src)[1];
+  x[0] = a.x, x[1] = a.y, x[2] = a.z, x[3] = a.w;
+  x[4] = b.x, x[5] = b.y, x[6] = b.z, x[7] = b.w;
+}
+
 /// qkv(t, c + u) for u < 8 into x[u], as float: two 16-byte loads (float) or one (bf16,
 /// widened exactly) when `vec` (prefill_vector_rows, c a multiple of 8), else 8 reads.
 template <class Reader>
@@ -208,9 +216,7 @@ __device__ __forceinline__ void prefill_load8(const Reader& in, bool vec, int t,
   if (vec) {
     const void* src = &in.m_qkv(t, c);
     if constexpr (std::is_same<A, float>::value) {
-      const float4 a = static_cast<const float4*>(src)[0], b = static_cast<const float4*>(src)[1];
-      x[0] = a.x, x[1] = a.y, x[2] = a.z, x[3] = a.w;
-      x[4] = b.x, x[5] = b.y, x[6] = b.z, x[7] = b.w;
+      prefill_load8_aligned(static_cast<const float*>(src), x);
     } else {
       static_assert(sizeof(A) == 2, "float or bf16 activations");
       const uint4 w = *static_cast<const uint4*>(src);
@@ -231,14 +237,6 @@ __device__ __forceinline__ void prefill_load8(const Reader& in, bool vec, int t,
 __device__ __forceinline__ void prefill_store8(float* dst, const float* x) {
   reinterpret_cast<float4*>(dst)[0] = make_float4(x[0], x[1], x[2], x[3]);
   reinterpret_cast<float4*>(dst)[1] = make_float4(x[4], x[5], x[6], x[7]);
-}
-
-/// x[0, 8) from shared memory at `src` (16-byte aligned): two 16-byte loads.
-__device__ __forceinline__ void prefill_smem_load8(const float* src, float* x) {
-  const float4 a = reinterpret_cast<const float4*>(src)[0];
-  const float4 b = reinterpret_cast<const float4*>(src)[1];
-  x[0] = a.x, x[1] = a.y, x[2] = a.z, x[3] = a.w;
-  x[4] = b.x, x[5] = b.y, x[6] = b.z, x[7] = b.w;
 }
 
 /// The shared memory of the chunk kernel, in floats: Q^ (then diag(beta) V) and K^ (then
@@ -418,7 +416,7 @@ __global__ void __launch_bounds__(kPrefillChunkThreads, 2)
       const int r = tile_r(j), o = r * LD + tile_c(j);
       const float fq = bs[r], fk = bs[r] * es[r];
       float kx[8];
-      prefill_smem_load8(Ks + o, kx);
+      prefill_load8_aligned(Ks + o, kx);
 #pragma unroll
       for (int u = 0; u < 8; ++u) {
         v[8 * j + u] *= fq;
