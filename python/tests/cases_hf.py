@@ -41,8 +41,8 @@ def test_hf_qwen3_next_logits_and_generation(device):
     import gdn.hf
 
     model = _model(device)
-    gen = torch.Generator().manual_seed(1)
-    ids = torch.randint(0, 256, (2, 40), generator=gen).to(device)
+    rng = torch.Generator().manual_seed(1)
+    ids = torch.randint(0, 256, (2, 40), generator=rng).to(device)
     with torch.no_grad():
         ref = model(ids, use_cache=True)
         ref_steps = [ref.logits]
@@ -51,8 +51,8 @@ def test_hf_qwen3_next_logits_and_generation(device):
             step = model(nxt, past_key_values=cache, use_cache=True)
             ref_steps.append(step.logits)
             cache, nxt = step.past_key_values, step.logits[:, -1:].argmax(-1)
-        ref_tokens = model.generate(ids, max_new_tokens=32, do_sample=False,
-                                    output_scores=True, return_dict_in_generate=True)
+        ref_gen = model.generate(ids, max_new_tokens=32, min_new_tokens=32, do_sample=False,
+                                 output_scores=True, return_dict_in_generate=True)
 
         assert gdn.hf.use_gdn(model) == 3  # layers 0-2 are Gated DeltaNet, layer 3 attention
         out = model(ids, use_cache=True)
@@ -62,24 +62,29 @@ def test_hf_qwen3_next_logits_and_generation(device):
             step = model(nxt, past_key_values=cache, use_cache=True)
             steps.append(step.logits)
             cache, nxt = step.past_key_values, ref_steps[i + 1][:, -1:].argmax(-1)
-        tokens = model.generate(ids, max_new_tokens=32, do_sample=False)
+        gen = model.generate(ids, max_new_tokens=32, min_new_tokens=32, do_sample=False,
+                             output_scores=True, return_dict_in_generate=True)
 
     errs = [_rel(a, b) for a, b in zip(steps, ref_steps)]
     print("[hf] logits' relative differences, prefill then steps:",
           " ".join(f"{e:.2e}" for e in errs))
     for i, e in enumerate(errs):
         assert e < LOGITS_RTOL, f"logits of {'the prefill' if i == 0 else f'step {i}'}: {e:.2e}"
-    # Greedy generation: the same tokens up to the first step whose reference top-2 margin
-    # is below 100x the logits' tolerance (a near tie either side may break).
-    seq = ref_tokens.sequences
-    compared = []
-    for b in range(seq.shape[0]):
-        compared.append(0)
-        for t, scores in enumerate(ref_tokens.scores):
-            top2 = scores[b].double().topk(2).values
-            if float(top2[0] - top2[1]) < 100 * LOGITS_RTOL * float(scores[b].double().norm()):
-                break
-            assert int(tokens[b, ids.shape[1] + t]) == int(seq[b, ids.shape[1] + t]), \
-                f"row {b}, generated token {t}"
-            compared[-1] += 1
-    print(f"[hf] greedy tokens compared per row (of {len(ref_tokens.scores)}): {compared}")
+    # Greedy generation of 32 tokens: the same tokens. Up to a row's first differing token
+    # both runs saw the same inputs, so their scores there agree to the logits' tolerance; a
+    # different token is accepted only where the measured difference of the two scores can
+    # explain it (the reference's top-2 margin below the largest change of a score difference).
+    n0, matched = ids.shape[1], []
+    for b in range(ids.shape[0]):
+        t = 0
+        while t < 32 and int(gen.sequences[b, n0 + t]) == int(ref_gen.sequences[b, n0 + t]):
+            assert _rel(gen.scores[t][b], ref_gen.scores[t][b]) < LOGITS_RTOL, f"row {b}, step {t}"
+            t += 1
+        matched.append(t)
+        if t < 32:
+            ref_s, s = ref_gen.scores[t][b].double(), gen.scores[t][b].double()
+            assert _rel(s, ref_s) < LOGITS_RTOL, f"row {b}, first differing token {t}"
+            top2 = ref_s.topk(2).values
+            assert float(top2[0] - top2[1]) <= 2 * float((s - ref_s).abs().max()), \
+                f"row {b}: token {t} differs without a near tie"
+    print(f"[hf] greedy tokens equal per row (of 32): {matched}")
