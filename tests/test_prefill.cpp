@@ -268,11 +268,10 @@ void raw_gates_against_forward() {
   const ExecSpace space;
   for (PrefillPrecision prec : kPrecisions) {
     const Pool<float> S0 = make_state<float>(3, cfg, 81);
-    const Pool<float> S = clone(S0), Sf = clone(S0);
-    Dense out("gdn_test::out", T, cfg.value_dim()), out_f("gdn_test::out", T, cfg.value_dim());
+    const Pool<float> S = clone(S0), Sf = clone(S0), Sp = clone(S0);
+    Dense out("gdn_test::out", T, cfg.value_dim()), out_f("gdn_test::out", T, cfg.value_dim()),
+        out_p("gdn_test::out", T, cfg.value_dim());
     const Index slots = to_device({0u, 1u, 2u});
-    const Pool<float> Sp = clone(S0);
-    Dense out_p("gdn_test::out", T, cfg.value_dim());
     gdn::recurrence_prefill(space, cfg, in, slots, S, out, workspace_for(p), prec);
     gdn::recurrence_prefill(space, cfg, in_padded, slots, Sp, out_p, workspace_for(p), prec);
     gdn::recurrence_fwd(space, cfg, in, slots, Sf, out_f);
